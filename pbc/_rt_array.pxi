@@ -1,0 +1,457 @@
+# ArrayBase: the base of every flat JIT array class. Its operators live here, in Cython, so
+# that tracing `a + b` from Python costs one call, one promotion and one hash lookup.
+
+import numpy as np
+
+NUMPY_DTYPES = (None, np.bool_, np.int32, np.uint32, np.int64, np.uint64, np.float32, np.float64)
+cdef list CLASSES = [None] * 32       # (backend * 16 + type) -> Python class
+cdef object repr_hook = None
+cdef object power_hook = None
+
+def register_class(int backend, int vt, cls):
+    CLASSES[backend * 16 + vt] = cls
+    cls._vt_code = vt
+    cls._backend_code = backend
+
+def set_hooks(repr_fn, power_fn):
+    global repr_hook, power_hook
+    repr_hook = repr_fn
+    power_hook = power_fn
+
+cdef inline ArrayBase wrap(uint8_t backend, uint8_t vt, uint32_t idx):
+    """Wraps a new reference in an instance of the registered class (steals the reference)."""
+    cls = CLASSES[backend * 16 + vt]
+    if cls is None:
+        dec_ext(idx)
+        raise TypeError(f'pbc: no array type for {TYPE_NAMES[vt]} on this backend')
+    cdef ArrayBase r = ArrayBase.__new__(cls)
+    r._index = idx
+    r._vt = vt
+    r._backend = backend
+    return r
+
+def class_for(x, str tname):
+    """The class of element type `tname` on the backend of array (or class) x."""
+    return CLASSES[x._backend_code * 16 + TYPE_NAMES.index(tname)]
+
+def wrap_index(cls, uint32_t idx):
+    """Python-visible wrap: takes a new reference to variable idx."""
+    inc_ext(idx)
+    return wrap(cls._backend_code, vars[idx].vtype, idx)
+
+cdef inline uint8_t promote(uint8_t a, uint8_t b) noexcept nogil:
+    return a if a > b else b
+
+cdef inline int scalar_kind(object x):
+    """Weak type of a Python scalar operand, or -1 if x is not one."""
+    t = type(x)
+    if t is float:
+        return T_FLOAT32
+    if t is int:
+        return T_INT32
+    if t is bool:
+        return T_BOOL
+    if isinstance(x, (np.floating, np.integer, np.bool_)):
+        return T_FLOAT32 if isinstance(x, np.floating) else (
+            T_BOOL if isinstance(x, np.bool_) else T_INT32)
+    return -1
+
+cdef uint32_t operand(object x, uint8_t vt, uint8_t backend) except 0:
+    """New reference to x as a variable of type vt (casting arrays, making literals)."""
+    cdef ArrayBase a
+    if isinstance(x, ArrayBase):
+        a = <ArrayBase> x
+        if a._index == 0:
+            raise ValueError('pbc: operation on an uninitialized (empty) array')
+        if a._backend != backend:
+            raise TypeError('pbc: cannot mix arrays of different backends')
+        return var_cast(a._index, vt, False)
+    return var_literal(vt, 1, scalar_bits(x, vt), backend)
+
+cdef inline void check_allowed(uint16_t op, uint8_t vt) except *:
+    if not (OP_ALLOW[op] & kind_bit(vt)):
+        raise TypeError(f"pbc: '{OP_NAMES[op]}' is not supported on {TYPE_NAMES[vt]} arrays")
+
+cdef object binop(uint16_t op, object a, object b, int mode):
+    """mode 0: arithmetic (promote), 1: comparison (Bool result), 2: shift (lhs type)."""
+    cdef ArrayBase ref
+    cdef int ka, kb
+    cdef uint8_t vt, rt
+    if isinstance(a, ArrayBase):
+        ref = <ArrayBase> a
+        ka = ref._vt
+        if isinstance(b, ArrayBase):
+            kb = (<ArrayBase> b)._vt
+        else:
+            kb = scalar_kind(b)
+    elif isinstance(b, ArrayBase):
+        ref = <ArrayBase> b
+        kb = ref._vt
+        ka = scalar_kind(a)
+    else:
+        return NotImplemented
+    if ka < 0 or kb < 0:
+        return NotImplemented
+    if mode == 2:
+        vt = ka if isinstance(a, ArrayBase) else promote(ka, kb)
+    else:
+        vt = promote(ka, kb)
+        if (op == OP_AND or op == OP_OR or op == OP_XOR) and is_float(vt) and (
+                ka == T_BOOL or kb == T_BOOL):
+            return float_mask_op(op, a, b, ka == T_BOOL)
+    check_allowed(op, vt)
+    rt = T_BOOL if mode == 1 else vt
+    cdef uint32_t ia = operand(a, vt, ref._backend), ib = 0, r
+    try:
+        ib = operand(b, vt, ref._backend)
+        r = var_op(op, rt, ia, ib, 0, 0)
+    finally:
+        dec_ext(ia)
+        dec_ext(ib)
+    return wrap(ref._backend, rt, r)
+
+cdef object float_mask_op(uint16_t op, object a, object b, bint a_is_mask):
+    """`x & mask` on a float array keeps x where mask is set and gives 0 elsewhere."""
+    if op != OP_AND:
+        raise TypeError("pbc: only '&' combines a float array with a Bool mask")
+    return select3(a, b, 0) if a_is_mask else select3(b, a, 0)
+
+cdef object unop(uint16_t op, ArrayBase a):
+    check_allowed(op, a._vt)
+    if a._index == 0:
+        raise ValueError('pbc: operation on an uninitialized (empty) array')
+    return wrap(a._backend, a._vt, var_op(op, a._vt, a._index, 0, 0, 0))
+
+cdef object select3(object m, object t, object f):
+    cdef ArrayBase ref = None
+    for x in (t, f, m):
+        if isinstance(x, ArrayBase):
+            ref = <ArrayBase> x
+            break
+    if ref is None:
+        raise TypeError('pbc.select: at least one argument must be a JIT array')
+    cdef int kt = (<ArrayBase> t)._vt if isinstance(t, ArrayBase) else scalar_kind(t)
+    cdef int kf = (<ArrayBase> f)._vt if isinstance(f, ArrayBase) else scalar_kind(f)
+    if kt < 0 or kf < 0:
+        raise TypeError('pbc.select: values must be JIT arrays or Python scalars')
+    if isinstance(m, ArrayBase) and (<ArrayBase> m)._vt != T_BOOL:
+        raise TypeError('pbc.select: the condition must be a Bool array')
+    cdef uint8_t vt = promote(kt, kf)
+    cdef uint32_t im = operand(m, T_BOOL, ref._backend), it = 0, jf = 0, r
+    try:
+        it = operand(t, vt, ref._backend)
+        jf = operand(f, vt, ref._backend)
+        r = var_op(OP_SELECT, vt, im, it, jf, 0)
+    finally:
+        dec_ext(im); dec_ext(it); dec_ext(jf)
+    return wrap(ref._backend, vt, r)
+
+cdef void eval_var(uint32_t i) except *:
+    """Makes sure variable i holds memory (or is a literal) with no queued writes."""
+    cdef Var* v = &vars[i]
+    if (v.op == OP_DATA or v.op == OP_LITERAL) and not (v.flags & F_DIRTY):
+        return
+    if v.op != OP_DATA and v.op != OP_LITERAL:
+        inc_ext(i)
+        todo.push_back(i)
+    eval_hook()
+
+cdef class ArrayBase:
+    """A flat, lazily evaluated JIT array. Subclasses set the element type and backend."""
+    cdef uint32_t _index
+    cdef uint8_t _vt
+    cdef uint8_t _backend
+    __array_priority__ = 100   # NumPy defers binary operators to us
+
+    def __init__(self, *args):
+        cls = type(self)
+        self._vt = cls._vt_code
+        self._backend = cls._backend_code
+        self._index = 0
+        if len(args) == 0:
+            self._index = var_literal(self._vt, 0, 0, self._backend)
+            return
+        value = args[0] if len(args) == 1 else list(args)
+        if isinstance(value, ArrayBase):
+            if (<ArrayBase> value)._backend != self._backend:
+                raise TypeError('pbc: cannot convert between backends')
+            self._index = var_cast((<ArrayBase> value)._index, self._vt, False)
+        elif scalar_kind(value) >= 0 and not isinstance(value, np.ndarray):
+            self._index = var_literal(self._vt, 1, scalar_bits(value, self._vt), self._backend)
+        else:
+            self._index = from_numpy(value, self._vt, self._backend)
+
+    def __dealloc__(self):
+        if self._index and vars != NULL:
+            dec_ext(self._index)
+
+    @property
+    def index(self):
+        """The id of the JIT variable this array refers to (0 for none)."""
+        return self._index
+
+    @property
+    def state(self):
+        """'literal', 'evaluated' or 'unevaluated'."""
+        cdef uint16_t op = vars[self._index].op
+        return 'literal' if op == OP_LITERAL else ('evaluated' if op == OP_DATA else 'unevaluated')
+
+    def _set_index(self, uint32_t idx):
+        """Rebinds this array to variable idx (takes a new reference to it)."""
+        inc_ext(idx)
+        dec_ext(self._index)
+        self._index = idx
+
+    def __len__(self):
+        return vars[self._index].size
+
+    # ---- arithmetic ----
+    def __add__(self, o): return binop(OP_ADD, self, o, 0)
+    def __radd__(self, o): return binop(OP_ADD, o, self, 0)
+    def __sub__(self, o): return binop(OP_SUB, self, o, 0)
+    def __rsub__(self, o): return binop(OP_SUB, o, self, 0)
+    def __mul__(self, o): return binop(OP_MUL, self, o, 0)
+    def __rmul__(self, o): return binop(OP_MUL, o, self, 0)
+    def __truediv__(self, o): return binop(OP_DIV, self, o, 0)
+    def __rtruediv__(self, o): return binop(OP_DIV, o, self, 0)
+    def __floordiv__(self, o): return floordiv(self, o)
+    def __rfloordiv__(self, o): return floordiv(o, self)
+    def __mod__(self, o): return binop(OP_MOD, self, o, 0)
+    def __rmod__(self, o): return binop(OP_MOD, o, self, 0)
+    def __and__(self, o): return binop(OP_AND, self, o, 0)
+    def __rand__(self, o): return binop(OP_AND, o, self, 0)
+    def __or__(self, o): return binop(OP_OR, self, o, 0)
+    def __ror__(self, o): return binop(OP_OR, o, self, 0)
+    def __xor__(self, o): return binop(OP_XOR, self, o, 0)
+    def __rxor__(self, o): return binop(OP_XOR, o, self, 0)
+    def __lshift__(self, o): return binop(OP_SHL, self, o, 2)
+    def __rlshift__(self, o): return binop(OP_SHL, o, self, 2)
+    def __rshift__(self, o): return binop(OP_SHR, self, o, 2)
+    def __rrshift__(self, o): return binop(OP_SHR, o, self, 2)
+    def __pow__(self, o, mod=None): return power_hook(self, o)
+    def __rpow__(self, o, mod=None): return power_hook(o, self)
+    def __neg__(self): return unop(OP_NEG, self)
+    def __invert__(self): return unop(OP_NOT, self)
+    def __abs__(self): return unop(OP_ABS, self)
+    def __pos__(self): return self
+
+    # ---- comparisons ----
+    def __eq__(self, o): return binop(OP_EQ, self, o, 1)
+    def __ne__(self, o): return binop(OP_NE, self, o, 1)
+    def __lt__(self, o): return binop(OP_LT, self, o, 1)
+    def __le__(self, o): return binop(OP_LE, self, o, 1)
+    def __gt__(self, o): return binop(OP_GT, self, o, 1)
+    def __ge__(self, o): return binop(OP_GE, self, o, 1)
+    __hash__ = None
+
+    def __bool__(self):
+        cdef uint32_t n = vars[self._index].size
+        if self._vt != T_BOOL:
+            raise TypeError('pbc: bool() is defined only for Bool arrays of width 1')
+        if n != 1:
+            raise ValueError(f'pbc: bool() of a Bool array with {n} lanes is ambiguous; '
+                             'use pbc.all(), pbc.any() or pbc.none()')
+        return bool(self[0])
+
+    # ---- element access ----
+    def __getitem__(self, key):
+        if isinstance(key, ArrayBase) and (<ArrayBase> key)._vt == T_BOOL:
+            return self          # x[mask] += v  becomes  x = select(mask, x + v, x)
+        cdef int64_t n = vars[self._index].size, i = key
+        if i < 0:
+            i += n
+        if i < 0 or i >= n:
+            raise IndexError(f'pbc: index {key} is out of range for an array of size {n}')
+        eval_var(self._index)
+        cdef Var* v = &vars[self._index]
+        if v.op == OP_LITERAL:
+            return bits_to_python(v.literal, v.vtype)
+        cdef uint64_t bits = 0
+        memcpy(&bits, <char*> v.data + i * TYPE_SIZE[v.vtype], TYPE_SIZE[v.vtype])
+        return bits_to_python(bits, v.vtype)
+
+    def __setitem__(self, key, value):
+        if isinstance(key, ArrayBase) and (<ArrayBase> key)._vt == T_BOOL:
+            new = select3(key, value, self)
+        else:
+            n = len(self)
+            i = key + n if key < 0 else key
+            if i < 0 or i >= n:
+                raise IndexError(f'pbc: index {key} is out of range for an array of size {n}')
+            index = wrap(self._backend, T_UINT32, var_literal(T_UINT32, 1, i, self._backend))
+            scatter_obj(self, value, index, True, 0)
+            return
+        self._set_index((<ArrayBase> new)._index)
+
+    # ---- conversion ----
+    def numpy(self):
+        """A NumPy copy of the contents (evaluates)."""
+        return to_numpy(self)
+
+    def __array__(self, dtype=None, copy=None):
+        a = to_numpy(self)
+        return a if dtype is None else a.astype(dtype)
+
+    def __repr__(self):
+        return repr_hook(self)
+
+    def __iter__(self):
+        a = to_numpy(self)
+        return iter(a.tolist())
+
+    def __reduce__(self):
+        return (type(self), (to_numpy(self),))
+
+cdef object floordiv(object a, object b):
+    r = binop(OP_DIV, a, b, 0)
+    if r is NotImplemented or not is_float((<ArrayBase> r)._vt):
+        return r
+    return unop(OP_FLOOR, <ArrayBase> r)
+
+cdef uint32_t from_numpy(object value, uint8_t vt, uint8_t backend) except 0:
+    try:
+        arr = np.asarray(value)
+    except Exception as e:
+        raise TypeError(f'pbc: cannot convert {type(value).__name__} to an array: {e}')
+    if arr.dtype.kind not in 'biuf':
+        raise TypeError(f"pbc: unsupported dtype '{arr.dtype}' (expected bool, integer or "
+                        'floating point data)')
+    if arr.ndim != 1:
+        if arr.ndim == 0:
+            return var_literal(vt, 1, scalar_bits(arr.item(), vt), backend)
+        raise ValueError(f'pbc: flat arrays need 1-D data, got shape {arr.shape} '
+                         '(use a Tensor type for higher dimensions)')
+    if arr.dtype.kind == 'f' and vt != T_FLOAT32 and vt != T_FLOAT64 and vt != T_BOOL:
+        with np.errstate(invalid='ignore'):
+            if not np.all(np.isfinite(arr)):
+                raise ValueError(f'pbc: cannot convert non-finite values to {TYPE_NAMES[vt]}')
+    arr = np.ascontiguousarray(arr.astype(NUMPY_DTYPES[vt], copy=False))
+    return copy_in(arr, vt, backend)
+
+cdef uint32_t copy_in(object arr, uint8_t vt, uint8_t backend) except 0:
+    cdef size_t n = arr.shape[0]
+    if n >= 0xFFFFFFFF:
+        raise ValueError('pbc: arrays are limited to 2^32 - 1 elements')
+    cdef const unsigned char[::1] src = arr.view(np.uint8) if n else None
+    cdef void* p = mem_alloc(vt, n)
+    if n:
+        memcpy(p, &src[0], n * TYPE_SIZE[vt])
+    return var_data(vt, n, p, backend)
+
+def copy_from_numpy(cls, arr):
+    """A new evaluated array of class cls holding a copy of the 1-D contiguous array arr."""
+    return wrap(cls._backend_code, cls._vt_code, copy_in(arr, cls._vt_code, cls._backend_code))
+
+cdef object to_numpy(ArrayBase a):
+    eval_var(a._index)
+    cdef Var* v = &vars[a._index]
+    dtype = NUMPY_DTYPES[v.vtype]
+    if v.op == OP_LITERAL:
+        return np.full(v.size, bits_to_python(v.literal, v.vtype), dtype=dtype)
+    out = np.empty(v.size, dtype=dtype)
+    cdef unsigned char[::1] dst
+    if v.size:
+        dst = out.view(np.uint8)
+        memcpy(&dst[0], v.data, v.size * TYPE_SIZE[v.vtype])
+    return out
+
+# ---- Python-visible op entry points (used by pbc's Python modules) ------------------------
+def op_unary(str name, ArrayBase a):
+    return unop(OP_NAMES.index(name), a)
+
+def op_binary(str name, a, b):
+    cdef uint16_t op = OP_NAMES.index(name)
+    r = binop(op, a, b, 1 if OP_EQ <= op <= OP_GE else (2 if op in (OP_SHL, OP_SHR) else 0))
+    if r is NotImplemented:
+        raise TypeError(f"pbc.{name}: unsupported operand types {type(a).__name__} and "
+                        f"{type(b).__name__}")
+    return r
+
+def op_fma(a, b, c):
+    cdef ArrayBase ref = next(x for x in (a, b, c) if isinstance(x, ArrayBase))
+    cdef int k, vt = 0
+    for x in (a, b, c):
+        k = (<ArrayBase> x)._vt if isinstance(x, ArrayBase) else scalar_kind(x)
+        if k < 0:
+            raise TypeError('pbc.fma: arguments must be JIT arrays or Python scalars')
+        vt = promote(vt, k)
+    check_allowed(OP_FMA, vt)
+    cdef uint32_t ia = operand(a, vt, ref._backend), ib = 0, ic = 0, r
+    try:
+        ib = operand(b, vt, ref._backend)
+        ic = operand(c, vt, ref._backend)
+        r = var_op(OP_FMA, vt, ia, ib, ic, 0)
+    finally:
+        dec_ext(ia); dec_ext(ib); dec_ext(ic)
+    return wrap(ref._backend, vt, r)
+
+def op_select(m, t, f):
+    return select3(m, t, f)
+
+def op_cast(ArrayBase a, cls, bint bitcast=False):
+    return wrap(cls._backend_code, cls._vt_code,
+                var_cast(a._index, cls._vt_code, bitcast))
+
+def literal(cls, value, uint32_t size=1):
+    cdef uint8_t vt = cls._vt_code
+    return wrap(cls._backend_code, vt, var_literal(vt, size, scalar_bits(value, vt),
+                                                   cls._backend_code))
+
+def counter(cls, uint32_t size):
+    """0, 1, ..., size-1 as UInt32 (the kernel's lane index)."""
+    return wrap(cls._backend_code, T_UINT32,
+                var_new(OP_COUNTER, T_UINT32, size, 0, 0, 0, 0, 0, 0, cls._backend_code))
+
+def literal_value(ArrayBase a):
+    """The Python value of a literal array, or None if a is not a literal."""
+    cdef Var* v = &vars[a._index]
+    return bits_to_python(v.literal, v.vtype) if v.op == OP_LITERAL else None
+
+def eval_array(ArrayBase a):
+    eval_var(a._index)
+
+def data_address(ArrayBase a):
+    """Address of the evaluated buffer (evaluates; 0 for literals)."""
+    eval_var(a._index)
+    return <uintptr_t> vars[a._index].data
+
+def resize_literal(ArrayBase a, uint32_t size):
+    """A literal of width 1 broadcast to `size` lanes (a new array)."""
+    cdef Var* v = &vars[a._index]
+    if v.op != OP_LITERAL:
+        raise ValueError('pbc: only literals can be resized')
+    return wrap(a._backend, a._vt, var_literal(v.vtype, size, v.literal, a._backend))
+
+def make_opaque(ArrayBase a):
+    """Turns a literal into a memory-backed variable in place (changing it won't recompile)."""
+    cdef Var* v = &vars[a._index]
+    if v.op == OP_DATA and not (v.flags & F_DIRTY):
+        return
+    if v.op != OP_LITERAL:
+        eval_var(a._index)
+        return
+    cdef uint32_t idx = materialize(a._index)
+    dec_ext(a._index)
+    a._index = idx
+
+cdef uint32_t materialize(uint32_t lit) except 0:
+    """A new evaluated variable filled with the value of literal `lit`."""
+    cdef Var* v = &vars[lit]
+    cdef uint8_t vt = v.vtype
+    cdef uint32_t n = v.size
+    cdef uint64_t bits = v.literal
+    cdef void* p = mem_alloc(vt, n)
+    fill(p, vt, n, bits)
+    return var_data(vt, n, p, vars[lit].backend)
+
+cdef void fill(void* p, uint8_t vt, uint32_t n, uint64_t bits) noexcept nogil:
+    cdef uint32_t i, b32 = <uint32_t> bits
+    cdef uint8_t b8 = <uint8_t> bits
+    if TYPE_SIZE[vt] == 1:
+        memset(p, b8, n)
+    elif TYPE_SIZE[vt] == 4:
+        for i in range(n):
+            (<uint32_t*> p)[i] = b32
+    else:
+        for i in range(n):
+            (<uint64_t*> p)[i] = bits

@@ -1,0 +1,339 @@
+# Node arena, reference counting with immediate release, local value numbering and the
+# queues that eval() drains. Nothing here recurses: graph walks use explicit stacks.
+
+from libc.stdlib cimport malloc, realloc, free
+from libc.string cimport memset, memcpy
+from libcpp.vector cimport vector
+from libcpp.unordered_map cimport unordered_map
+from cython.operator cimport dereference as deref
+
+cdef extern from "stdlib.h" nogil:
+    int posix_memalign(void** memptr, size_t alignment, size_t size)
+
+# ---- types -------------------------------------------------------------------------------
+# Order matters: promotion picks the larger enum value (Dr.Jit's rule).
+cdef enum VarType:
+    T_VOID, T_BOOL, T_INT32, T_UINT32, T_INT64, T_UINT64, T_FLOAT32, T_FLOAT64, T_PTR, T_COUNT
+
+TYPE_NAMES = ('void', 'bool', 'int32', 'uint32', 'int64', 'uint64', 'float32', 'float64', 'ptr')
+cdef uint32_t TYPE_SIZE[9]
+TYPE_SIZE[:] = [0, 1, 4, 4, 8, 8, 4, 8, 8]
+
+cdef inline bint is_float(uint8_t t) noexcept nogil:
+    return t == T_FLOAT32 or t == T_FLOAT64
+
+cdef inline bint is_signed(uint8_t t) noexcept nogil:
+    return t == T_INT32 or t == T_INT64
+
+cdef inline bint is_int(uint8_t t) noexcept nogil:
+    return t >= T_INT32 and t <= T_UINT64
+
+# ---- ops ---------------------------------------------------------------------------------
+# The op enum; `pbc/ops.py` holds the table that describes each op for the backends.
+cdef enum Op:
+    OP_LITERAL, OP_DATA, OP_COUNTER, OP_PTR,
+    OP_NEG, OP_NOT, OP_ABS, OP_SQRT, OP_FLOOR, OP_CEIL, OP_ROUND, OP_TRUNC,
+    OP_POPC, OP_CLZ, OP_CTZ, OP_CAST, OP_BITCAST,
+    OP_ADD, OP_SUB, OP_MUL, OP_DIV, OP_MOD, OP_MIN, OP_MAX,
+    OP_AND, OP_OR, OP_XOR, OP_SHL, OP_SHR, OP_MULHI,
+    OP_EQ, OP_NE, OP_LT, OP_LE, OP_GT, OP_GE,
+    OP_FMA, OP_SELECT,
+    OP_GATHER, OP_SCATTER,
+    OP_COUNT
+
+OP_NAMES = ('literal', 'data', 'counter', 'ptr',
+            'neg', 'not', 'abs', 'sqrt', 'floor', 'ceil', 'round', 'trunc',
+            'popc', 'clz', 'ctz', 'cast', 'bitcast',
+            'add', 'sub', 'mul', 'div', 'mod', 'min', 'max',
+            'and', 'or', 'xor', 'shl', 'shr', 'mulhi',
+            'eq', 'ne', 'lt', 'le', 'gt', 'ge',
+            'fma', 'select', 'gather', 'scatter')
+assert len(OP_NAMES) == OP_COUNT
+
+# Reduction kinds of scatter_reduce (stored in Var.extra of a scatter).
+REDUCE_NAMES = ('none', 'add', 'min', 'max', 'and', 'or')
+
+# ---- flags -------------------------------------------------------------------------------
+cdef enum Flag:
+    F_DIRTY = 1        # the variable is the target of queued scatters
+    F_VN = 2           # the variable is registered in the value-numbering map
+    F_OWNS = 4         # data points to memory this runtime allocated
+    F_SYMBOLIC = 8     # recorded inside a symbolic region (loops, calls: later issues)
+    F_FREE = 16        # the slot is on the free list
+    F_WRITE = 32       # a PTR used by scatters: holds its target by ref_se, not ref_int
+
+ctypedef struct Var:
+    uint32_t dep[4]
+    uint64_t literal
+    void* data
+    uint64_t hash
+    uint32_t size
+    uint32_t ref_ext      # references from Python objects and runtime queues
+    uint32_t ref_int      # references from other variables' dependencies
+    uint32_t ref_se       # references from pending scatters (do not force copy-on-write)
+    uint16_t op
+    uint8_t vtype
+    uint8_t flags
+    uint8_t extra         # cast source type, scatter reduction, pointer-write marker
+    uint8_t backend
+
+cdef Var* vars = NULL
+cdef uint32_t vars_cap = 0
+cdef vector[uint32_t] free_ids
+cdef unordered_map[uint64_t, uint32_t] vn_map
+cdef vector[uint32_t] todo          # scheduled for the next eval (each holds one ref_ext)
+cdef vector[uint32_t] side_effects  # queued scatters (each holds one ref_ext)
+cdef uint64_t mem_bytes = 0
+cdef uint64_t mem_peak = 0
+cdef uint32_t live_count = 0
+
+# JitFlag bits; the Python enum in pbc/flags.py mirrors these values.
+cdef uint32_t jit_flags = 0
+FLAG_BITS = dict(ConstantPropagation=1, ValueNumbering=2, SymbolicLoops=4,
+                 SymbolicConditionals=8, SymbolicCalls=16, OptimizeCalls=32,
+                 MergeFunctions=64, OptimizeLoops=128, KernelHistory=256, Debug=512,
+                 PrintIR=1024, LaunchBlocking=2048)
+jit_flags = 1 | 2 | 4 | 8 | 16 | 32 | 64 | 128
+
+def get_flags():
+    return jit_flags
+
+def set_flags(uint32_t value):
+    global jit_flags
+    jit_flags = value
+
+cdef void grow_arena() except *:
+    global vars, vars_cap
+    cdef uint32_t new_cap = 1024 if vars_cap == 0 else vars_cap * 2
+    cdef Var* p = <Var*> realloc(vars, new_cap * sizeof(Var))
+    if p == NULL:
+        raise MemoryError('pbc: cannot grow the variable arena')
+    memset(p + vars_cap, 0, (new_cap - vars_cap) * sizeof(Var))
+    cdef uint32_t i
+    # Slot 0 means "no variable" and is never handed out.
+    for i in range(new_cap - 1, vars_cap - 1 if vars_cap > 0 else 0, -1):
+        p[i].flags = F_FREE
+        free_ids.push_back(i)
+    vars = p
+    vars_cap = new_cap
+
+cdef inline Var* V(uint32_t i) noexcept nogil:
+    return &vars[i]
+
+# ---- memory ------------------------------------------------------------------------------
+cdef inline size_t padded_bytes(uint8_t vt, size_t n) noexcept nogil:
+    # Kernels load and store whole vectors of up to 16 lanes, so buffers are padded.
+    return ((n + 15) & ~<size_t>15) * TYPE_SIZE[vt] + 64
+
+cdef void* mem_alloc(uint8_t vt, size_t n) except NULL:
+    global mem_bytes, mem_peak
+    cdef void* p = NULL
+    cdef size_t nb = padded_bytes(vt, n)
+    if posix_memalign(&p, 64, nb) != 0 or p == NULL:
+        raise MemoryError(f'pbc: cannot allocate {nb} bytes')
+    mem_bytes += nb
+    if mem_bytes > mem_peak:
+        mem_peak = mem_bytes
+    return p
+
+cdef void mem_free(void* p, uint8_t vt, size_t n) noexcept:
+    global mem_bytes
+    mem_bytes -= padded_bytes(vt, n)
+    free(p)
+
+# ---- value numbering ---------------------------------------------------------------------
+cdef inline uint64_t mix(uint64_t h, uint64_t v) noexcept nogil:
+    h ^= v + <uint64_t>0x9e3779b97f4a7c15 + (h << 6) + (h >> 2)
+    h ^= h >> 31
+    h *= <uint64_t>0xbf58476d1ce4e5b9
+    return h
+
+cdef inline uint64_t var_hash(uint16_t op, uint8_t vt, uint32_t size, uint32_t* dep,
+                              uint64_t lit, uint8_t extra, uint8_t backend) noexcept nogil:
+    cdef uint64_t h = mix(<uint64_t>op | (<uint64_t>vt << 16) | (<uint64_t>extra << 24)
+                          | (<uint64_t>backend << 32), size)
+    h = mix(h, dep[0] | (<uint64_t>dep[1] << 32))
+    h = mix(h, dep[2] | (<uint64_t>dep[3] << 32))
+    return mix(h, lit)
+
+cdef inline bint vn_eligible(uint16_t op, uint8_t extra) noexcept nogil:
+    return op != OP_DATA and op != OP_SCATTER and not (op == OP_PTR and (extra & 1))
+
+cdef inline void vn_remove(uint32_t i) noexcept:
+    cdef Var* v = &vars[i]
+    if v.flags & F_VN:
+        it = vn_map.find(v.hash)
+        if it != vn_map.end() and deref(it).second == i:
+            vn_map.erase(it)
+        v.flags &= ~F_VN
+
+# ---- reference counting ------------------------------------------------------------------
+cdef inline void inc_ext(uint32_t i) noexcept:
+    if i:
+        vars[i].ref_ext += 1
+
+cdef inline void dec_ext(uint32_t i) noexcept:
+    if i:
+        vars[i].ref_ext -= 1
+        maybe_free(i)
+
+cdef inline void maybe_free(uint32_t i) noexcept:
+    cdef Var* v = &vars[i]
+    if v.ref_ext == 0 and v.ref_int == 0 and v.ref_se == 0:
+        release(i)
+
+cdef void release(uint32_t root) noexcept:
+    """Frees `root` and every dependency that becomes unreferenced, without recursion."""
+    global live_count
+    cdef vector[uint32_t] stack
+    cdef uint32_t i, d, k
+    cdef Var* v
+    stack.push_back(root)
+    while not stack.empty():
+        i = stack.back()
+        stack.pop_back()
+        v = &vars[i]
+        vn_remove(i)
+        if (v.flags & F_OWNS) and v.data != NULL:
+            mem_free(v.data, v.vtype, v.size)
+        for k in range(4):
+            d = v.dep[k]
+            if d == 0:
+                continue
+            if v.op == OP_PTR and (v.extra & 1):
+                vars[d].ref_se -= 1
+            else:
+                vars[d].ref_int -= 1
+            if vars[d].ref_ext == 0 and vars[d].ref_int == 0 and vars[d].ref_se == 0:
+                stack.push_back(d)
+        memset(v, 0, sizeof(Var))
+        v.flags = F_FREE
+        free_ids.push_back(i)
+        live_count -= 1
+
+cdef uint32_t var_new(uint16_t op, uint8_t vt, uint32_t size, uint32_t d0, uint32_t d1,
+                      uint32_t d2, uint32_t d3, uint64_t lit, uint8_t extra,
+                      uint8_t backend) except 0:
+    """Creates a node (or finds an equal one) and returns it with one new external reference."""
+    global live_count
+    cdef uint32_t dep[4]
+    dep[0] = d0; dep[1] = d1; dep[2] = d2; dep[3] = d3
+    cdef uint64_t h = 0
+    cdef uint32_t i, k
+    cdef Var* v
+    cdef bint vn = (jit_flags & 2) and vn_eligible(op, extra)
+    if vn:
+        h = var_hash(op, vt, size, dep, lit, extra, backend)
+        it = vn_map.find(h)
+        if it != vn_map.end():
+            i = deref(it).second
+            v = &vars[i]
+            if (v.op == op and v.vtype == vt and v.size == size and v.literal == lit
+                    and v.extra == extra and v.backend == backend and v.dep[0] == d0
+                    and v.dep[1] == d1 and v.dep[2] == d2 and v.dep[3] == d3):
+                v.ref_ext += 1
+                return i
+    if free_ids.empty():
+        grow_arena()
+    i = free_ids.back()
+    free_ids.pop_back()
+    v = &vars[i]
+    v.op = op
+    v.vtype = vt
+    v.size = size
+    v.literal = lit
+    v.extra = extra
+    v.backend = backend
+    v.data = NULL
+    v.ref_ext = 1
+    v.ref_int = 0
+    v.ref_se = 0
+    v.flags = 0
+    for k in range(4):
+        v.dep[k] = dep[k]
+        if dep[k]:
+            if op == OP_PTR and (extra & 1):
+                vars[dep[k]].ref_se += 1
+            else:
+                vars[dep[k]].ref_int += 1
+    live_count += 1
+    if vn:
+        v.hash = h
+        v.flags |= F_VN
+        vn_map[h] = i
+    return i
+
+cdef uint32_t var_data(uint8_t vt, uint32_t size, void* data, uint8_t backend) except 0:
+    """Wraps memory that this runtime allocated (ownership moves to the new variable)."""
+    cdef uint32_t i = var_new(OP_DATA, vt, size, 0, 0, 0, 0, 0, 0, backend)
+    vars[i].data = data
+    vars[i].flags |= F_OWNS
+    return i
+
+cdef inline uint32_t var_literal(uint8_t vt, uint32_t size, uint64_t bits,
+                                 uint8_t backend) except 0:
+    return var_new(OP_LITERAL, vt, size, 0, 0, 0, 0, bits, 0, backend)
+
+# ---- Python-visible graph inspection (used by assembly, debugging and tests) -------------
+def var_info(uint32_t i):
+    """(op, type, size, deps, literal bits, extra, data address, ref_ext, ref_int)."""
+    if i == 0 or i >= vars_cap or vars[i].flags & F_FREE:
+        raise ValueError(f'pbc: variable {i} does not exist')
+    cdef Var* v = &vars[i]
+    deps = tuple([v.dep[k] for k in range(4) if v.dep[k]])
+    return (OP_NAMES[v.op], TYPE_NAMES[v.vtype], v.size, deps, v.literal, v.extra,
+            <uintptr_t> v.data, v.ref_ext, v.ref_int)
+
+def live_variables():
+    """Ids of all live variables (for whos() and graphviz)."""
+    return [i for i in range(1, vars_cap) if not (vars[i].flags & F_FREE)]
+
+def memory_usage():
+    """(bytes currently allocated, peak bytes, live variable count)."""
+    return mem_bytes, mem_peak, live_count
+
+def var_inc_ref(uint32_t i):
+    inc_ext(i)
+
+def var_dec_ref(uint32_t i):
+    dec_ext(i)
+
+cdef bint any_dirty(uint32_t* deps, int n) noexcept:
+    cdef int k
+    for k in range(n):
+        if deps[k] and (vars[deps[k]].flags & F_DIRTY):
+            return True
+    return False
+
+cdef bint postorder(uint32_t root, vector[uint32_t]& out,
+                    unordered_map[uint32_t, uint32_t]& pos, size_t limit) noexcept:
+    """Appends the not yet visited part of root's dependency closure to `out`, dependencies
+    first (iterative DFS; pos maps each visited id to its index in out). A pointer is a leaf:
+    what it points to is memory, not code. Returns False once out exceeds `limit` entries."""
+    cdef vector[uint32_t] stack
+    cdef vector[uint8_t] expanded
+    cdef uint32_t i, d
+    cdef int k
+    cdef Var* v
+    stack.push_back(root)
+    expanded.push_back(0)
+    while not stack.empty():
+        i = stack.back()
+        if pos.count(i):
+            stack.pop_back(); expanded.pop_back()
+            continue
+        v = &vars[i]
+        if expanded.back() or v.op == OP_PTR or (v.dep[0] == 0):
+            stack.pop_back(); expanded.pop_back()
+            pos[i] = out.size()
+            out.push_back(i)
+            if out.size() > limit:
+                return False
+            continue
+        expanded[expanded.size() - 1] = 1
+        for k in range(3, -1, -1):     # reversed, so dep[0] is emitted first
+            d = v.dep[k]
+            if d and not pos.count(d):
+                stack.push_back(d)
+                expanded.push_back(0)
+    return True

@@ -1,0 +1,120 @@
+# Gathers and scatters: reads and writes of memory, with copy-on-write for shared targets
+# and host-side bounds checks in Debug mode (raised at the user's call, before any write).
+
+cdef uint32_t index_operand(object index, uint8_t backend) except 0:
+    cdef int k = (<ArrayBase> index)._vt if isinstance(index, ArrayBase) else scalar_kind(index)
+    if k == T_BOOL or is_float(k) or k < 0:
+        raise TypeError('pbc: gather/scatter indices must be integer arrays')
+    return operand(index, T_UINT32, backend)
+
+cdef void check_bounds(str what, uint32_t index, uint32_t mask, uint32_t size,
+                       uint8_t backend) except *:
+    """Debug mode: raise if an active lane's index is out of range (nothing has run yet)."""
+    inc_ext(index)
+    inc_ext(mask)
+    idx = wrap(backend, T_UINT32, index)
+    act = wrap(backend, T_BOOL, mask)
+    n = max(len(idx), len(act))
+    ia = np.broadcast_to(to_numpy(idx), n)
+    ma = np.broadcast_to(to_numpy(act), n)
+    bad = np.flatnonzero(ma & (ia >= size))
+    if bad.size:
+        lane = int(bad[0])
+        raise IndexError(f'pbc.{what}: index {int(ia[lane])} (lane {lane}) is out of bounds '
+                         f'for an array of size {size}')
+
+def gather(cls, ArrayBase source, index, active=True):
+    """source[index] for active lanes, 0 elsewhere (see pbc.gather)."""
+    if cls._vt_code != source._vt or cls._backend_code != source._backend:
+        raise TypeError(f'pbc.gather: cannot gather {cls.__name__} from '
+                        f'{type(source).__name__}')
+    cdef uint8_t be = source._backend, vt = source._vt
+    cdef uint32_t src = source._index, ii = 0, im = 0, r = 0, lit = 0, zero = 0, inb = 0
+    cdef uint32_t m2 = 0, n = vars[src].size, t = 0
+    try:
+        ii = index_operand(index, be)
+        im = operand(active, T_BOOL, be)
+        if vars[src].flags & F_DIRTY:
+            eval_var(src)
+        if jit_flags & 512:
+            check_bounds('gather', ii, im, n, be)
+        if vars[src].op == OP_LITERAL:
+            lit = var_literal(vt, result_size(OP_GATHER, ii, im, 0, 0), vars[src].literal, be)
+            zero = var_literal(vt, 1, 0, be)
+            r = var_op(OP_SELECT, vt, im, lit, zero, 0)
+        elif vars[src].op != OP_DATA:
+            r = gather_symbolic(src, ii, im)
+            if r:
+                # Lanes outside [0, n) read 0, exactly as gathers from memory do.
+                lit = var_literal(T_UINT32, 1, n, be)
+                inb = var_op(OP_LT, T_BOOL, ii, lit, 0, 0)
+                m2 = var_op(OP_AND, T_BOOL, im, inb, 0, 0)
+                zero = var_literal(vt, 1, 0, be)
+                t = r
+                r = var_op(OP_SELECT, vt, m2, t, zero, 0)
+            else:
+                eval_var(src)
+        if r == 0:
+            r = gather_data(src, ii, im)
+    finally:
+        for x in (ii, im, lit, zero, inb, m2, t):
+            dec_ext(x)
+    return wrap(be, vt, r)
+
+cdef uint32_t copy_var(uint32_t i) except 0:
+    cdef Var* v = &vars[i]
+    cdef void* p = mem_alloc(v.vtype, v.size)
+    memcpy(p, v.data, <size_t> v.size * TYPE_SIZE[v.vtype])
+    return var_data(v.vtype, v.size, p, v.backend)
+
+cdef void own_target(ArrayBase target) except *:
+    """Gives `target` a buffer that no other array or pending read shares (copy-on-write)."""
+    cdef uint32_t t = target._index, fresh = 0
+    if vars[t].op == OP_LITERAL:
+        fresh = materialize(t)
+    else:
+        if vars[t].op != OP_DATA:
+            eval_var(t)
+        if vars[t].ref_ext + vars[t].ref_int > 1:
+            if vars[t].flags & F_DIRTY:
+                eval_var(t)          # queued writes must land before the copy is taken
+            fresh = copy_var(t)
+    if fresh:
+        dec_ext(t)
+        target._index = fresh
+
+REDUCE_ALLOW = {0: 7, 1: 6, 2: 6, 3: 6, 4: 3, 5: 3}
+
+cdef void scatter_obj(ArrayBase target, object value, object index, object active,
+                      int reduce) except *:
+    cdef uint8_t be = target._backend, vt = target._vt
+    if not (REDUCE_ALLOW[reduce] & kind_bit(vt)):
+        raise TypeError(f'pbc.scatter_reduce: {REDUCE_NAMES[reduce]} is not supported on '
+                        f'{TYPE_NAMES[vt]} arrays')
+    if isinstance(value, ArrayBase) and (<ArrayBase> value)._vt > vt:
+        raise TypeError(f'pbc.scatter: cannot write {TYPE_NAMES[(<ArrayBase> value)._vt]} '
+                        f'values into a {TYPE_NAMES[vt]} array')
+    cdef uint32_t iv = 0, ii = 0, im = 0, ptr = 0, s = 0, size
+    try:
+        iv = operand(value, vt, be)
+        ii = index_operand(index, be)
+        im = operand(active, T_BOOL, be)
+        flush_if_dirty(iv, ii, im, 0)
+        size = result_size(OP_SCATTER, iv, ii, im, 0)
+        if jit_flags & 512:
+            check_bounds('scatter' if reduce == 0 else 'scatter_reduce', ii, im,
+                         vars[target._index].size, be)
+        own_target(target)
+        if size == 0:
+            return
+        ptr = var_pointer(target._index, True)
+        s = var_new(OP_SCATTER, T_VOID, size, ptr, iv, ii, im, 0, reduce, be)
+        side_effects.push_back(s)
+        vars[target._index].flags |= F_DIRTY
+    finally:
+        for x in (iv, ii, im, ptr):
+            dec_ext(x)
+
+def scatter(ArrayBase target, value, index, active=True, int reduce=0):
+    """target[index] = value (or reduce into it) for active lanes; a queued side effect."""
+    scatter_obj(target, value, index, active, reduce)

@@ -1,0 +1,23 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
+# distutils: language = c++
+"""pbc's trace runtime: the variable graph, its optimizations at node creation, the
+Python-visible operator path, memory and the multi-core kernel trampoline.
+
+This module imports nothing from pbc. It is split into include files by concern:
+  _rt_graph.pxi   node arena, reference counting, value numbering, side-effect queue
+  _rt_fold.pxi    constant folding and algebraic simplification (bit-exact with kernels)
+  _rt_ops.pxi     typed op construction: promotion, size checks, gather/scatter
+  _rt_array.pxi   ArrayBase, the Cython operator path of every JIT array class
+  _rt_memory.pxi  gathers and scatters, copy-on-write, Debug-mode bounds checks
+  _rt_launch.pxi  kernel trampoline on an OpenMP pool, reductions, scans, compress
+"""
+
+from libc.stdint cimport (int32_t, uint8_t, uint16_t, uint32_t, int64_t, uint64_t,
+                          uintptr_t)
+
+include "_rt_graph.pxi"
+include "_rt_fold.pxi"
+include "_rt_ops.pxi"
+include "_rt_array.pxi"
+include "_rt_memory.pxi"
+include "_rt_launch.pxi"

@@ -1,0 +1,110 @@
+"""The LLVM (CPU) backend: render, compile through llvmlite's ORC LLJIT for the host CPU,
+cache in memory and on disk, and launch on all cores through the runtime's trampoline."""
+
+import hashlib
+import threading
+import time
+
+import llvmlite
+import llvmlite.binding as llvm
+
+from .. import _runtime, config
+from .disk_cache import DiskCache
+from .llvm_render import render
+
+
+class CompileError(RuntimeError):
+    """LLVM rejected a generated kernel (a bug in pbc, reported with the IR)."""
+
+
+class LLVMBackend:
+    name = 'llvm'
+
+    def __init__(self):
+        llvm.initialize_native_target()
+        llvm.initialize_native_asmprinter()
+        self.cpu = llvm.get_host_cpu_name()
+        self.features = llvm.get_host_cpu_features().flatten()
+        feats = set(self.features.split(','))
+        # One SIMD register of 32-bit lanes: 16 on AVX-512, 8 on AVX/AVX2, 4 otherwise.
+        self.width = 16 if '+avx512f' in feats else (8 if '+avx' in feats else 4)
+        target = llvm.Target.from_default_triple()
+        self.tm = target.create_target_machine(cpu=self.cpu, features=self.features, opt=3,
+                                               jit=True)
+        self.jit = llvm.create_lljit_compiler(self.tm)
+        self.machine_id = '|'.join([self.cpu, self.features, llvmlite.__version__,
+                                    '.'.join(map(str, llvm.llvm_version_info)),
+                                    str(config.CACHE_VERSION), str(self.width)])
+        self.memory = {}         # key -> (resource tracker, function address)
+        self.rendered = {}       # kernel content -> (IR text, key)
+        self.disk = DiskCache(config.CACHE_DIR)
+        self.counter = 0
+        self.lock = threading.Lock()
+
+    def flush_memory_cache(self):
+        self.memory.clear()
+        self.rendered.clear()
+
+    def render(self, kernel):
+        """(IR text, cache key). Rendering is a pure function of the kernel's content, so
+        that content indexes a small memo in front of the text."""
+        content = (tuple(kernel.instrs), tuple(kernel.params))
+        hit = self.rendered.get(content)
+        if hit is None:
+            text = render(kernel, self.width)
+            key = hashlib.sha256((self.machine_id + '\n' + text).encode()).hexdigest()[:32]
+            hit = self.rendered[content] = (text, key)
+        return hit
+
+    def compile(self, kernel):
+        """Returns (function address, info) where info has hash, cache_hit, IR text and the
+        codegen (rendering) and backend (LLVM) times in seconds."""
+        t0 = time.perf_counter()
+        text, key = self.render(kernel)
+        t1 = time.perf_counter()
+        info = dict(hash=key, ir=text, codegen_time=t1 - t0)
+        entry = self.memory.get(key)
+        if entry is not None:
+            info.update(cache_hit='memory', backend_time=0.0)
+            return entry[1], info
+        obj = self.disk.load(key)
+        hit = 'disk'
+        if obj is None:
+            obj = self._compile_object(text)
+            self.disk.store(key, obj)
+            hit = 'none'
+        with self.lock:
+            self.counter += 1
+            tracker = (llvm.JITLibraryBuilder().add_object_img(obj).add_current_process()
+                       .export_symbol('kernel').link(self.jit, f'pbc_kernel_{self.counter}'))
+        addr = tracker['kernel']
+        self.memory[key] = (tracker, addr)
+        info.update(cache_hit=hit, backend_time=time.perf_counter() - t1)
+        return addr, info
+
+    def _compile_object(self, text):
+        try:
+            module = llvm.parse_assembly(text)
+            module.verify()
+        except RuntimeError as e:
+            raise CompileError(f'pbc: LLVM rejected a generated kernel: {e}\n{text}') from None
+        pto = llvm.create_pipeline_tuning_options(speed_level=2)
+        # The IR is already explicitly vectorized: skip LLVM's own vectorizers.
+        pto.loop_vectorization = False
+        pto.slp_vectorization = False
+        pb = llvm.create_pass_builder(self.tm, pto)
+        pb.getModulePassManager().run(module, pb)
+        return self.tm.emit_object(module)
+
+    def launch(self, addr, size, params):
+        _runtime.launch(addr, size, params)
+
+
+_backend = None
+
+
+def backend():
+    global _backend
+    if _backend is None:
+        _backend = LLVMBackend()
+    return _backend

@@ -1,0 +1,361 @@
+"""Kernel -> LLVM IR text: explicit <W x T> vectors, one loop over the lane range, masked
+gathers/scatters for the tail, getelementptr-only addressing.
+
+A pure function of the Kernel and the vector width, driven by the table TEMPLATES
+({op: {operand kind: template}}). Kinds: 'f' float, 'i' signed, 'u' unsigned, 'b' Bool.
+Template lines that start with 'declare' are hoisted to the module.
+"""
+
+import struct
+
+from ..ops import ARITY, COMPARISONS, TYPE_NAMES
+
+SCALAR = {'bool': 'i1', 'int32': 'i32', 'uint32': 'i32', 'int64': 'i64', 'uint64': 'i64',
+          'float32': 'float', 'float64': 'double', 'ptr': 'ptr'}
+MEMORY = dict(SCALAR, bool='i8')
+BYTES = {'i8': 1, 'i32': 4, 'i64': 8, 'float': 4, 'double': 8}
+MANGLE = {'i1': 'i1', 'i8': 'i8', 'i32': 'i32', 'i64': 'i64', 'float': 'f32', 'double': 'f64'}
+KIND = {'bool': 'b', 'int32': 'i', 'uint32': 'u', 'int64': 'i', 'uint64': 'u',
+        'float32': 'f', 'float64': 'f'}
+
+
+def _call(name, nargs, extra=''):
+    """Template for an overloaded intrinsic applied to {a}, {b}, ... of vector type {T}."""
+    operands = ', '.join('{T} {%s}' % x for x in 'abc'[:nargs])
+    types = ', '.join(['{T}'] * nargs)
+    decl_extra = ', i1' if extra else ''
+    return (f'declare {{T}} @llvm.{name}.{{V}}({types}{decl_extra})\n'
+            f'{{r}} = call {{T}} @llvm.{name}.{{V}}({operands}{extra})')
+
+
+_GUARD_ZERO = ('{r}.z = icmp eq {T} {b}, zeroinitializer\n'
+               '{r}.d = select {M} {r}.z, {T} {one}, {T} {b}\n')
+_GUARD_SIGNED = ('{r}.z = icmp eq {T} {b}, zeroinitializer\n'
+                 '{r}.m = icmp eq {T} {b}, {ones}\n'
+                 '{r}.zm = or {M} {r}.z, {r}.m\n'
+                 '{r}.d = select {M} {r}.zm, {T} {one}, {T} {b}\n')
+_FLOAT_BITS = ('{r}.a = bitcast {T} {a} to {I}\n{r}.b = bitcast {T} {b} to {I}\n'
+               '{r}.c = {op} {I} {r}.a, {r}.b\n{r} = bitcast {I} {r}.c to {T}')
+_SHIFT = ('{r}.big = icmp uge {T} {b}, {nbits}\n{r}.s = {op} {T} {a}, {b}\n'
+          '{r} = select {M} {r}.big, {T} zeroinitializer, {T} {r}.s')
+_MULHI = ('{r}.a = {ext} {T} {a} to {T2}\n{r}.b = {ext} {T} {b} to {T2}\n'
+          '{r}.p = mul {T2} {r}.a, {r}.b\n{r}.h = lshr {T2} {r}.p, {shift2}\n'
+          '{r} = trunc {T2} {r}.h to {T}')
+
+
+def _bitwise(op):
+    t = f'{{r}} = {op} {{T}} {{a}}, {{b}}'
+    return {'i': t, 'u': t, 'b': t, 'f': _FLOAT_BITS.replace('{op}', op)}
+
+
+TEMPLATES = {
+    'neg': {'f': '{r} = fneg {T} {a}', 'i': '{r} = sub {T} zeroinitializer, {a}'},
+    'not': {'i': '{r} = xor {T} {a}, {ones}', 'b': '{r} = xor {T} {a}, {ones}'},
+    'abs': {'f': _call('fabs', 1), 'i': _call('abs', 1, ', i1 false')},
+    'sqrt': {'f': _call('sqrt', 1)},
+    'floor': {'f': _call('floor', 1)},
+    'ceil': {'f': _call('ceil', 1)},
+    'round': {'f': _call('roundeven', 1)},
+    'trunc': {'f': _call('trunc', 1)},
+    'popc': {'i': _call('ctpop', 1)},
+    'clz': {'i': _call('ctlz', 1, ', i1 false')},
+    'ctz': {'i': _call('cttz', 1, ', i1 false')},
+    'add': {'f': '{r} = fadd {T} {a}, {b}', 'i': '{r} = add {T} {a}, {b}'},
+    'sub': {'f': '{r} = fsub {T} {a}, {b}', 'i': '{r} = sub {T} {a}, {b}'},
+    'mul': {'f': '{r} = fmul {T} {a}, {b}', 'i': '{r} = mul {T} {a}, {b}'},
+    # Integer division by zero gives 0 and INT_MIN / -1 wraps: no trap, no poison.
+    'div': {'f': '{r} = fdiv {T} {a}, {b}',
+            'u': _GUARD_ZERO + '{r}.q = udiv {T} {a}, {r}.d\n'
+                 '{r} = select {M} {r}.z, {T} zeroinitializer, {T} {r}.q',
+            'i': _GUARD_SIGNED + '{r}.q = sdiv {T} {a}, {r}.d\n'
+                 '{r}.n = sub {T} zeroinitializer, {a}\n'
+                 '{r}.q2 = select {M} {r}.m, {T} {r}.n, {T} {r}.q\n'
+                 '{r} = select {M} {r}.z, {T} zeroinitializer, {T} {r}.q2'},
+    'mod': {'f': '{r} = frem {T} {a}, {b}',
+            'u': _GUARD_ZERO + '{r}.q = urem {T} {a}, {r}.d\n'
+                 '{r} = select {M} {r}.z, {T} zeroinitializer, {T} {r}.q',
+            'i': _GUARD_SIGNED + '{r}.q = srem {T} {a}, {r}.d\n'
+                 '{r} = select {M} {r}.zm, {T} zeroinitializer, {T} {r}.q'},
+    'min': {'f': _call('minnum', 2), 'i': _call('smin', 2), 'u': _call('umin', 2)},
+    'max': {'f': _call('maxnum', 2), 'i': _call('smax', 2), 'u': _call('umax', 2)},
+    'and': _bitwise('and'),
+    'or': _bitwise('or'),
+    'xor': _bitwise('xor'),
+    # Shifts by the bit width or more give 0 (arithmetic right shifts: the sign), as NumPy.
+    'shl': {'i': _SHIFT.replace('{op}', 'shl')},
+    'shr': {'u': _SHIFT.replace('{op}', 'lshr'),
+            'i': '{r}.big = icmp uge {T} {b}, {nbits}\n'
+                 '{r}.b2 = select {M} {r}.big, {T} {nbits1}, {T} {b}\n'
+                 '{r} = ashr {T} {a}, {r}.b2'},
+    'mulhi': {'i': _MULHI.replace('{ext}', 'sext'), 'u': _MULHI.replace('{ext}', 'zext')},
+    'fma': {'f': _call('fma', 3), 'i': '{r}.p = mul {T} {a}, {b}\n{r} = add {T} {r}.p, {c}'},
+    'select': {k: '{r} = select {M} {a}, {T} {b}, {T} {c}' for k in 'fiub'},
+}
+for _op, (_f, _s, _u) in {'eq': ('oeq', 'eq', 'eq'), 'ne': ('une', 'ne', 'ne'),
+                          'lt': ('olt', 'slt', 'ult'), 'le': ('ole', 'sle', 'ule'),
+                          'gt': ('ogt', 'sgt', 'ugt'), 'ge': ('oge', 'sge', 'uge')}.items():
+    TEMPLATES[_op] = {'f': f'{{r}} = fcmp {_f} {{T}} {{a}}, {{b}}',
+                      'i': f'{{r}} = icmp {_s} {{T}} {{a}}, {{b}}',
+                      'u': f'{{r}} = icmp {_u} {{T}} {{a}}, {{b}}',
+                      'b': f'{{r}} = icmp {_u} {{T}} {{a}}, {{b}}'}
+
+# Ops rendered by methods below rather than by a one-line template.
+SPECIAL = ('literal', 'counter', 'load', 'load1', 'ptr', 'store', 'cast', 'bitcast',
+           'gather', 'scatter')
+assert set(TEMPLATES) | set(SPECIAL) == set(ARITY), 'LLVM renderer misses ops'
+
+ATOMIC = {('add', 'f'): 'fadd', ('add', 'i'): 'add', ('add', 'u'): 'add',
+          ('min', 'f'): 'fmin', ('min', 'i'): 'min', ('min', 'u'): 'umin',
+          ('max', 'f'): 'fmax', ('max', 'i'): 'max', ('max', 'u'): 'umax',
+          ('and', 'i'): 'and', ('and', 'u'): 'and', ('and', 'b'): 'and',
+          ('or', 'i'): 'or', ('or', 'u'): 'or', ('or', 'b'): 'or'}
+REDUCE = ('none', 'add', 'min', 'max', 'and', 'or')
+
+
+def scalar_constant(tname, bits):
+    s = SCALAR[tname]
+    if s == 'float':
+        return '0x%016X' % struct.unpack('<Q', struct.pack('<d', struct.unpack(
+            '<f', struct.pack('<I', bits & 0xFFFFFFFF))[0]))[0]
+    if s == 'double':
+        return '0x%016X' % bits
+    if s == 'i1':
+        return 'true' if bits else 'false'
+    width = 32 if s == 'i32' else 64
+    bits &= (1 << width) - 1
+    return str(bits - (1 << width) if bits >> (width - 1) else bits)
+
+
+class _Renderer:
+    def __init__(self, kernel, width):
+        self.k = kernel
+        self.W = width
+        self.names = []          # register -> operand text
+        self.decls = {}
+        self.entry = []
+        self.body = []
+        self.block = 'body'      # current basic block (for phi nodes of lane loops)
+        self.masks = f'<{width} x i1>'
+
+    def vec(self, s):
+        return f'<{self.W} x {s}>'
+
+    def splat(self, s, text):
+        return f'splat ({s} {text})'
+
+    def const(self, tname, bits):
+        return 'zeroinitializer' if bits == 0 else self.splat(SCALAR[tname],
+                                                              scalar_constant(tname, bits))
+
+    def emit(self, text, fields):
+        for line in text.format(**fields).split('\n'):
+            if line.startswith('declare'):
+                self.decls[line] = None
+            else:
+                self.body.append('  ' + line)
+
+    def entry_splat(self, name, s, scalar):
+        self.entry.append(f'  {name}.0 = insertelement {self.vec(s)} poison, {s} {scalar}, i64 0')
+        self.entry.append(f'  {name} = shufflevector {self.vec(s)} {name}.0, {self.vec(s)} '
+                          f'poison, <{self.W} x i32> zeroinitializer')
+
+    def fields(self, ins, r, kind_type):
+        s = SCALAR[kind_type]
+        bits = BYTES.get(s, 1) * 8
+        f = dict(r=r, T=self.vec(s), V=f'v{self.W}{MANGLE[s]}', M=self.masks,
+                 one=self.const(kind_type, 1 if KIND[kind_type] != 'f' else
+                                (0x3F800000 if s == 'float' else 0x3FF0000000000000)),
+                 ones=self.splat(s, 'true' if s == 'i1' else '-1'),
+                 nbits=self.splat(s, str(bits)), nbits1=self.splat(s, str(bits - 1)),
+                 I=self.vec(f'i{bits}'), T2=self.vec(f'i{2 * bits}'),
+                 shift2=self.splat(f'i{2 * bits}', str(bits)))
+        for name, reg in zip('abc', ins.args):
+            f[name] = self.names[reg]
+        return f
+
+    def render(self):
+        k = self.k
+        for slot, p in enumerate(k.params):
+            s = 'i64' if p.kind == 'size' else 'ptr'
+            self.entry.append(f'  %p{slot}.a = getelementptr inbounds i64, ptr %params, '
+                              f'i64 {slot}')
+            self.entry.append(f'  %p{slot} = load {s}, ptr %p{slot}.a, align 8')
+            if p.kind == 'size':
+                self.entry_splat(f'%sz{slot - 1}', 'i64', f'%p{slot}')
+        self.entry_splat('%end.v', 'i64', '%end')
+        iota = ', '.join(f'i64 {i}' for i in range(self.W))
+        self.body += ['  %index.v0 = insertelement ' + self.vec('i64') + ' poison, i64 %index, '
+                      'i64 0',
+                      f'  %index.v = shufflevector {self.vec("i64")} %index.v0, '
+                      f'{self.vec("i64")} poison, <{self.W} x i32> zeroinitializer',
+                      f'  %lanes = add {self.vec("i64")} %index.v, <{iota}>',
+                      f'  %active = icmp slt {self.vec("i64")} %lanes, %end.v']
+        for reg, ins in enumerate(k.instrs):
+            r = f'%r{reg}'
+            self.names.append(r)
+            if ins.op in SPECIAL:
+                getattr(self, 'op_' + ins.op)(ins, r, reg)
+                continue
+            kt = k.instrs[ins.args[0]].type if ins.op in COMPARISONS else ins.type
+            kind = KIND[kt]
+            table = TEMPLATES[ins.op]
+            tmpl = table.get(kind) or (table.get('i') if kind == 'u' else None)
+            if tmpl is None:
+                raise TypeError(f"LLVM backend: no '{ins.op}' for {kt}")
+            self.emit(tmpl, self.fields(ins, r, kt))
+        W = self.W
+        return '\n'.join([
+            *self.decls,
+            '',
+            'define void @kernel(i64 %start, i64 %end, ptr noalias %params) #0 {',
+            'entry:', *self.entry, '  br label %body',
+            'body:',
+            f'  %index = phi i64 [ %start, %entry ], [ %index.next, %{self.block} ]',
+            *self.body,
+            f'  %index.next = add i64 %index, {W}',
+            '  %more = icmp slt i64 %index.next, %end',
+            '  br i1 %more, label %body, label %exit',
+            'exit:', '  ret void', '}',
+            'attributes #0 = { nounwind }', ''])
+
+    # ---- special ops ----
+    def op_literal(self, ins, r, reg):
+        self.names[reg] = self.const(ins.type, ins.literal)
+
+    def op_counter(self, ins, r, reg):
+        self.body.append(f'  {r} = trunc {self.vec("i64")} %lanes to {self.vec("i32")}')
+
+    def op_load(self, ins, r, reg):
+        m = MEMORY[ins.type]
+        align = min(64, BYTES[m] * self.W)
+        self.body.append(f'  {r}.p = getelementptr inbounds {m}, ptr %p{ins.slot}, i64 %index')
+        self.body.append(f'  {r}{".m" if m == "i8" else ""} = load {self.vec(m)}, ptr {r}.p, '
+                         f'align {align}')
+        if m == 'i8':
+            self.body.append(f'  {r} = icmp ne {self.vec("i8")} {r}.m, zeroinitializer')
+
+    def op_load1(self, ins, r, reg):
+        m, s = MEMORY[ins.type], SCALAR[ins.type]
+        name = f'%s{reg}'
+        self.entry.append(f'  {name}.m = load {m}, ptr %p{ins.slot}, align {BYTES[m]}')
+        if m == 'i8':
+            self.entry.append(f'  {name}.s = icmp ne i8 {name}.m, 0')
+        self.entry_splat(name, s, f'{name}.m' if m != 'i8' else f'{name}.s')
+        self.names[reg] = name
+
+    def op_ptr(self, ins, r, reg):
+        self.names[reg] = f'%p{ins.slot}'
+
+    def op_store(self, ins, r, reg):
+        src = self.k.instrs[ins.args[0]]
+        m = MEMORY[src.type]
+        value = self.names[ins.args[0]]
+        if m == 'i8':
+            self.body.append(f'  {r}.z = zext {self.masks} {value} to {self.vec("i8")}')
+            value = f'{r}.z'
+        align = min(64, BYTES[m] * self.W)
+        self.body.append(f'  {r}.p = getelementptr inbounds {m}, ptr %p{ins.slot}, i64 %index')
+        self.body.append(f'  store {self.vec(m)} {value}, ptr {r}.p, align {align}')
+
+    def op_cast(self, ins, r, reg):
+        src_t = TYPE_NAMES[ins.extra]
+        a = self.names[ins.args[0]]
+        s, d = SCALAR[src_t], SCALAR[ins.type]
+        ks, kd = KIND[src_t], KIND[ins.type]
+        S, D = self.vec(s), self.vec(d)
+        if s == d:
+            self.names[reg] = a
+            return
+        if kd == 'b':
+            cmp = 'fcmp une' if ks == 'f' else 'icmp ne'
+            line = f'{r} = {cmp} {S} {a}, zeroinitializer'
+        elif ks == 'b':
+            line = f'{r} = {"uitofp" if kd == "f" else "zext"} {S} {a} to {D}'
+        elif ks != 'f' and kd != 'f':
+            op = 'trunc' if BYTES[s] > BYTES[d] else ('sext' if ks == 'i' else 'zext')
+            line = f'{r} = {op} {S} {a} to {D}'
+        elif kd == 'f' and ks != 'f':
+            line = f'{r} = {"sitofp" if ks == "i" else "uitofp"} {S} {a} to {D}'
+        elif ks == 'f' and kd != 'f':
+            name = f'fpto{"s" if kd == "i" else "u"}i.sat.v{self.W}{MANGLE[d]}.v{self.W}{MANGLE[s]}'
+            self.decls[f'declare {D} @llvm.{name}({S})'] = None
+            line = f'{r} = call {D} @llvm.{name}({S} {a})'
+        else:
+            line = f'{r} = {"fpext" if BYTES[d] > BYTES[s] else "fptrunc"} {S} {a} to {D}'
+        self.body.append('  ' + line)
+
+    def op_bitcast(self, ins, r, reg):
+        s, d = SCALAR[TYPE_NAMES[ins.extra]], SCALAR[ins.type]
+        a = self.names[ins.args[0]]
+        if s == d:
+            self.names[reg] = a
+        else:
+            self.body.append(f'  {r} = bitcast {self.vec(s)} {a} to {self.vec(d)}')
+
+    def _addresses(self, r, ptr_reg, index_reg, mask_reg):
+        """Lane addresses and the effective mask: active, requested and in bounds."""
+        slot = self.k.instrs[ptr_reg].slot
+        V64 = self.vec('i64')
+        b = self.body
+        b.append(f'  {r}.i = zext {self.vec("i32")} {self.names[index_reg]} to {V64}')
+        b.append(f'  {r}.in = icmp ult {V64} {r}.i, %sz{slot}')
+        b.append(f'  {r}.m0 = and {self.masks} {self.names[mask_reg]}, {r}.in')
+        b.append(f'  {r}.m = and {self.masks} {r}.m0, %active')
+        return slot
+
+    def op_gather(self, ins, r, reg):
+        ptr_reg, index_reg, mask_reg = ins.args
+        slot = self._addresses(r, ptr_reg, index_reg, mask_reg)
+        m = MEMORY[ins.type]
+        V, P = self.vec(m), self.vec('ptr')
+        name = f'masked.gather.v{self.W}{MANGLE[m]}.v{self.W}p0'
+        self.decls[f'declare {V} @llvm.{name}({P}, i32, {self.masks}, {V})'] = None
+        self.body.append(f'  {r}.p = getelementptr {m}, ptr %p{slot}, {self.vec("i64")} {r}.i')
+        out = f'{r}.g' if m == 'i8' else r
+        self.body.append(f'  {out} = call {V} @llvm.{name}({P} {r}.p, i32 {BYTES[m]}, '
+                         f'{self.masks} {r}.m, {V} zeroinitializer)')
+        if m == 'i8':
+            self.body.append(f'  {r} = icmp ne {V} {r}.g, zeroinitializer')
+
+    def op_scatter(self, ins, r, reg):
+        ptr_reg, value_reg, index_reg, mask_reg = ins.args
+        slot = self._addresses(r, ptr_reg, index_reg, mask_reg)
+        vt = self.k.instrs[value_reg].type
+        m = MEMORY[vt]
+        V, P = self.vec(m), self.vec('ptr')
+        value = self.names[value_reg]
+        b = self.body
+        if m == 'i8':
+            b.append(f'  {r}.z = zext {self.masks} {value} to {V}')
+            value = f'{r}.z'
+        b.append(f'  {r}.p = getelementptr {m}, ptr %p{slot}, {self.vec("i64")} {r}.i')
+        reduce = REDUCE[ins.extra]
+        if reduce == 'none':
+            name = f'masked.scatter.v{self.W}{MANGLE[m]}.v{self.W}p0'
+            self.decls[f'declare void @llvm.{name}({V}, {P}, i32, {self.masks})'] = None
+            b.append(f'  call void @llvm.{name}({V} {value}, {P} {r}.p, i32 {BYTES[m]}, '
+                     f'{self.masks} {r}.m)')
+            return
+        # Atomic reduction: one atomicrmw per active lane, correct under any contention.
+        aop = ATOMIC[(reduce, KIND[vt])]
+        lbl = r[1:]
+        b += [f'  br label %{lbl}.head', f'{lbl}.head:',
+              f'  {r}.j = phi i32 [ 0, %{self.block} ], [ {r}.j1, %{lbl}.next ]',
+              f'  {r}.mj = extractelement {self.masks} {r}.m, i32 {r}.j',
+              f'  br i1 {r}.mj, label %{lbl}.do, label %{lbl}.next',
+              f'{lbl}.do:',
+              f'  {r}.pj = extractelement {P} {r}.p, i32 {r}.j',
+              f'  {r}.vj = extractelement {V} {value}, i32 {r}.j',
+              f'  {r}.old = atomicrmw {aop} ptr {r}.pj, {m} {r}.vj monotonic',
+              f'  br label %{lbl}.next',
+              f'{lbl}.next:',
+              f'  {r}.j1 = add i32 {r}.j, 1',
+              f'  {r}.c = icmp ult i32 {r}.j1, {self.W}',
+              f'  br i1 {r}.c, label %{lbl}.head, label %{lbl}.done',
+              f'{lbl}.done:']
+        self.block = f'{lbl}.done'
+
+
+def render(kernel, width):
+    """LLVM IR text of `kernel` with `width` lanes per vector."""
+    return _Renderer(kernel, width).render()

@@ -1,0 +1,9 @@
+"""Environment settings, read once at import. The only module that reads os.environ."""
+
+import os
+
+DEBUG = os.environ.get('PBC_DEBUG', '') not in ('', '0')
+CACHE_DIR = os.environ.get('PBC_CACHE_DIR') or os.path.join(
+    os.path.expanduser('~'), '.cache', 'pbc')
+# Bumped whenever rendering or the kernel ABI changes meaning for the same IR text.
+CACHE_VERSION = 1

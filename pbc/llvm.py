@@ -1,0 +1,16 @@
+"""The CPU backend's types: `from pbc.llvm import Float, UInt32, Array3f, TensorXf`."""
+
+import sys
+
+from .array import make_flat_types
+from .tensor import make_tensor_types
+from .vector import make_vector_types
+
+_flat = make_flat_types(0, __name__)
+globals().update(_flat)
+globals().update(make_vector_types(_flat, __name__))
+globals().update(make_tensor_types(_flat, __name__))
+
+# pbc's float arrays are differentiable themselves: pbc.llvm.ad is pbc.llvm.
+ad = sys.modules[__name__]
+sys.modules[__name__ + '.ad'] = ad

@@ -1,0 +1,31 @@
+"""The op table: every operation a Kernel can contain, with its arity.
+
+The trace runtime (`_runtime.pyx`) owns the op codes; this table names them for the
+backends. Kernel-level ops that never appear in the trace graph (`load`, `load1`, `store`)
+come from kernel assembly. Every renderer must handle every op listed here; a test checks
+this for each backend.
+"""
+
+from . import _runtime
+
+# op name -> number of register operands
+ARITY = {
+    'literal': 0, 'counter': 0, 'load': 0, 'load1': 0, 'ptr': 0,
+    'neg': 1, 'not': 1, 'abs': 1, 'sqrt': 1, 'floor': 1, 'ceil': 1, 'round': 1, 'trunc': 1,
+    'popc': 1, 'clz': 1, 'ctz': 1, 'cast': 1, 'bitcast': 1, 'store': 1,
+    'add': 2, 'sub': 2, 'mul': 2, 'div': 2, 'mod': 2, 'min': 2, 'max': 2,
+    'and': 2, 'or': 2, 'xor': 2, 'shl': 2, 'shr': 2, 'mulhi': 2,
+    'eq': 2, 'ne': 2, 'lt': 2, 'le': 2, 'gt': 2, 'ge': 2,
+    'fma': 3, 'select': 3, 'gather': 3, 'scatter': 4,
+}
+
+# Trace-graph ops that become something else during assembly.
+ASSEMBLY_ONLY = {'data'}
+TRACE_OPS = _runtime.OP_NAMES
+KERNEL_OPS = tuple(sorted(ARITY))
+
+TYPE_NAMES = _runtime.TYPE_NAMES
+REDUCE_NAMES = _runtime.REDUCE_NAMES
+COMPARISONS = ('eq', 'ne', 'lt', 'le', 'gt', 'ge')
+
+assert set(TRACE_OPS) - ASSEMBLY_ONLY <= set(ARITY), 'op table misses a trace op'

@@ -1,0 +1,24 @@
+"""Builds pbc's Cython runtime. Everything else is pure Python (see pyproject.toml)."""
+
+import os
+
+import numpy
+from Cython.Build import cythonize
+from setuptools import Extension, setup
+
+# -ffp-contract=off keeps constant folding bit-exact with the kernels (no silent FMA);
+# -fwrapv makes signed integer wrap-around defined, as it is in the generated code.
+flags = ['-O3', '-ffp-contract=off', '-fwrapv', '-fopenmp', '-fno-math-errno']
+if os.environ.get('PBC_NATIVE', '1') == '1':
+    flags.append('-march=native')
+
+runtime = Extension(
+    'pbc._runtime',
+    sources=['pbc/_runtime.pyx'],
+    include_dirs=[numpy.get_include()],
+    extra_compile_args=flags,
+    extra_link_args=['-fopenmp'],
+    language='c++',
+)
+
+setup(ext_modules=cythonize([runtime], compiler_directives={'language_level': 3}))
