@@ -7,6 +7,7 @@ from .debug import graphviz, whos
 from .evaluate import (eval, flush_kernel_cache, kernel_history, kernel_history_clear,
                        schedule, sync_thread)
 from .flags import JitFlag, flag, scoped_set_flag, set_flag
+from .math import *  # noqa: F403  (sin, cos, exp, log, power, ...)
 from .math import power
 from .printing import array_repr
 from .routines import (ReduceOp, abs, all, any, arange, ceil, clip, compress, copysign, count,

@@ -120,6 +120,8 @@ cdef object unop(uint16_t op, ArrayBase a):
     check_allowed(op, a._vt)
     if a._index == 0:
         raise ValueError('pbc: operation on an uninitialized (empty) array')
+    if op == OP_ABS and (a._vt == T_UINT32 or a._vt == T_UINT64):
+        return a
     return wrap(a._backend, a._vt, var_op(op, a._vt, a._index, 0, 0, 0))
 
 cdef object select3(object m, object t, object f):

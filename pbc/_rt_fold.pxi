@@ -356,6 +356,8 @@ cdef uint32_t simplify(uint16_t op, uint8_t vt, uint32_t a, uint32_t b, uint32_t
     if b and vars[b].size > want: want = vars[b].size
     if c and vars[c].size > want: want = vars[c].size
     if vars[r].size != want:
+        if vars[r].op == OP_LITERAL and vars[r].size == 1:     # e.g. x * 0 -> zeros(width)
+            return var_literal(vt, want, vars[r].literal, vars[r].backend)
         return 0
     inc_ext(r)
     return r

@@ -102,9 +102,13 @@ def set_flags(uint32_t value):
     global jit_flags
     jit_flags = value
 
+# Traces of a few hundred thousand nodes are common (AD doubles them): size the value
+# numbering table up front so tracing does not pay for incremental rehashing.
+vn_map.reserve(1 << 18)
+
 cdef void grow_arena() except *:
     global vars, vars_cap
-    cdef uint32_t new_cap = 1024 if vars_cap == 0 else vars_cap * 2
+    cdef uint32_t new_cap = 65536 if vars_cap == 0 else vars_cap * 2
     cdef Var* p = <Var*> realloc(vars, new_cap * sizeof(Var))
     if p == NULL:
         raise MemoryError('pbc: cannot grow the variable arena')

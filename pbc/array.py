@@ -31,6 +31,7 @@ def _view(array):
 
 class FlatArray:
     """Mixin for the flat classes: DLPack, type metadata, convenience."""
+    __slots__ = ()
 
     def __dlpack__(self, *args, **kwargs):
         return _view(self).__dlpack__(*args, **kwargs)
@@ -48,7 +49,7 @@ def make_flat_types(backend_code, module_name):
     """Creates and registers the flat classes of one backend; returns {name: class}."""
     types = {}
     for name, tname in FLAT:
-        cls = type(name, (FlatArray, ArrayBase), {'__module__': module_name,
+        cls = type(name, (FlatArray, ArrayBase), {'__module__': module_name, '__slots__': (),
                                                    '__qualname__': name,
                                                    'Type': tname})
         _runtime.register_class(backend_code, _runtime.TYPE_NAMES.index(tname), cls)

@@ -23,6 +23,11 @@ class LLVMBackend:
     def __init__(self):
         llvm.initialize_native_target()
         llvm.initialize_native_asmprinter()
+        # Machine LICM hoists every vector constant out of the lane loop into its own
+        # register; kernels with hundreds of constants then spend most of their compile
+        # time in register allocation (and run slower, spilling). Left in the loop,
+        # constants fold into instructions as broadcast memory operands.
+        llvm.set_option('', '-disable-machine-licm')
         self.cpu = llvm.get_host_cpu_name()
         self.features = llvm.get_host_cpu_features().flatten()
         feats = set(self.features.split(','))

@@ -1,0 +1,180 @@
+"""Construction, conversion, printing, static vectors, matrices, tensors, interop, threads,
+and clear errors for bad input."""
+
+import numpy as np
+import pytest
+
+import pbc
+from pbc.llvm import (Array2i, Array3f, Array4f, Bool, Float, Float64, Int, Int64, Matrix3f,
+                      TensorXf, TensorXu, UInt, UInt32)
+
+
+def test_construction_forms():
+    np.testing.assert_array_equal(Float(1, 2, 3).numpy(), [1, 2, 3])
+    np.testing.assert_array_equal(Float([1, 2, 3]).numpy(), [1, 2, 3])
+    np.testing.assert_array_equal(Float(np.arange(4, dtype=np.float64)).numpy(), [0, 1, 2, 3])
+    lit = Float(2.5)
+    assert lit.state == 'literal' and len(lit) == 1 and lit[0] == 2.5
+    np.testing.assert_array_equal(Float(UInt32(1, 7)).numpy(), [1.0, 7.0])
+    np.testing.assert_array_equal(Int(Float(-1.7, 2.9)).numpy(), [-1, 2])
+    bits = pbc.reinterpret_array(UInt32, Float(1.0))
+    assert bits[0] == 0x3F800000
+    assert len(Float()) == 0 and Float().index != 0
+    assert Float(1, 2).index != 0 and pbc.width(Float(1, 2, 3)) == 3
+    assert UInt(-1)[0] == 2**32 - 1
+
+
+def test_creation_functions():
+    np.testing.assert_array_equal(pbc.zeros(Float, 3).numpy(), [0, 0, 0])
+    np.testing.assert_array_equal(pbc.ones(Int, 2).numpy(), [1, 1])
+    np.testing.assert_array_equal(pbc.full(Float, 7, 2).numpy(), [7, 7])
+    np.testing.assert_array_equal(pbc.arange(Int, 2, 11, 3).numpy(), [2, 5, 8])
+    np.testing.assert_array_equal(pbc.arange(Float, 5).numpy(), np.arange(5))
+    np.testing.assert_allclose(pbc.linspace(Float, 0, 1, 5).numpy(), np.linspace(0, 1, 5))
+    np.testing.assert_allclose(pbc.linspace(Float, 0, 1, 4, endpoint=False).numpy(),
+                               [0, .25, .5, .75])
+    v = pbc.zeros(Array3f, 4)
+    assert v.width() == 4 and v.numpy().shape == (3, 4)
+
+
+def test_opaque_does_not_recompile():
+    pbc.kernel_history_clear()
+    with pbc.scoped_set_flag(pbc.JitFlag.KernelHistory, True):
+        for value in (1.0, 2.0, 3.0):
+            s = pbc.opaque(Float, value)
+            assert s.state == 'evaluated'
+            pbc.eval(pbc.arange(Float, 10) * s)
+        hashes = {h['hash'] for h in pbc.kernel_history()}
+    assert len(hashes) == 1
+    x = Float(4.0)
+    pbc.make_opaque(x)
+    assert x.state == 'evaluated' and x[0] == 4.0
+
+
+def test_printing():
+    assert str(Float(1, 2.5, -3)) == '[1, 2.5, -3]'
+    assert str(pbc.linspace(Float, -1, 1, 1024 * 1024)) == \
+        '[-1, -0.999998, -0.999996, .. 1048570 skipped .., 0.999996, 0.999998, 1]'
+    assert str(Bool(True, False)) == '[True, False]'
+    assert str(Int(-5, 3)) == '[-5, 3]'
+    assert str(Array3f(1, 2, 3)) == '[[1, 2, 3]]'
+
+
+def test_numpy_and_dlpack_interop():
+    x = Float(1, 2, 3) * 2
+    a = np.array(x)
+    assert a.dtype == np.float32 and a.tolist() == [2, 4, 6]
+    view = np.from_dlpack(x)
+    assert view.tolist() == [2, 4, 6]
+    back = Float.from_dlpack(np.arange(5, dtype=np.float32))
+    np.testing.assert_array_equal(back.numpy(), np.arange(5))
+    # Writes after export copy first: the exported view keeps its values.
+    pbc.scatter(x, 0.0, UInt32(0))
+    assert view.tolist() == [2, 4, 6] and x.numpy().tolist() == [0, 4, 6]
+    assert x.__dlpack_device__() == (1, 0)
+
+
+def test_static_vectors():
+    v = Array3f(1, 2, 3)
+    w = Array3f(pbc.arange(Float, 3), 1, 0)
+    assert v.x[0] == 1 and v[2][0] == 3
+    s = v + w * 2
+    np.testing.assert_array_equal(s.numpy(), [[1, 3, 5], [4, 4, 4], [3, 3, 3]])
+    np.testing.assert_allclose(pbc.dot(v, v).numpy(), [14])
+    np.testing.assert_allclose(pbc.norm(Array3f(3, 4, 0)).numpy(), [5])
+    np.testing.assert_array_equal(pbc.cross(Array3f(1, 0, 0), Array3f(0, 1, 0)).numpy(),
+                                  [[0], [0], [1]])
+    m = v < 2
+    assert type(m).__name__ == 'Array3b'
+    assert type(Array2i(1, 2) + 1).__name__ == 'Array2i'
+    v.y = Float(7)
+    assert v.y[0] == 7
+    a4 = Array4f(1, 2, 3, 4)
+    assert pbc.sum(a4)[0] == 10 and a4.w[0] == 4
+
+
+def test_matrices():
+    rng = np.random.default_rng(0)
+    A, B = rng.random((3, 3)).astype(np.float32), rng.random((3, 3)).astype(np.float32)
+    ma, mb = Matrix3f(A), Matrix3f(B)
+    np.testing.assert_allclose((ma @ mb).numpy()[..., 0], A @ B, rtol=1e-6)
+    np.testing.assert_allclose((ma * mb).numpy()[..., 0], A @ B, rtol=1e-6)
+    v = Array3f(1, 2, 3)
+    np.testing.assert_allclose((ma @ v).numpy()[:, 0], A @ [1, 2, 3], rtol=1e-6)
+    np.testing.assert_array_equal(Matrix3f().numpy()[..., 0], np.eye(3))
+    np.testing.assert_array_equal(pbc.transpose(ma).numpy()[..., 0], A.T)
+
+
+def test_tensors():
+    data = np.arange(12, dtype=np.float32).reshape(3, 4)
+    t = TensorXf(data)
+    assert t.shape == (3, 4)
+    np.testing.assert_array_equal(t.numpy(), data)
+    t2 = TensorXf(pbc.arange(Float, 6), shape=(2, 3))
+    np.testing.assert_array_equal((t2 * 2 + 1).numpy(), np.arange(6).reshape(2, 3) * 2 + 1)
+    np.testing.assert_array_equal(t2.array.numpy(), np.arange(6))
+    assert pbc.sum(t.array)[0] == 66
+    assert TensorXu(np.ones((2, 2), dtype=np.uint32)).numpy().dtype == np.uint32
+    with pytest.raises(ValueError, match='does not match'):
+        TensorXf(pbc.arange(Float, 5), shape=(2, 3))
+
+
+def test_thread_count():
+    n = pbc.thread_count()
+    assert n >= 1
+    x = pbc.arange(Float64, 1_000_000)
+    expected = (x * 3 + 1).numpy()
+    try:
+        pbc.set_thread_count(1)
+        assert pbc.thread_count() == 1
+        np.testing.assert_array_equal((pbc.arange(Float64, 1_000_000) * 3 + 1).numpy(),
+                                      expected)
+    finally:
+        pbc.set_thread_count(n)
+    with pytest.raises(ValueError):
+        pbc.set_thread_count(0)
+
+
+def test_bad_input_errors():
+    with pytest.raises(ValueError, match='incompatible sizes'):
+        Float(1, 2, 3) + Float(1, 2)
+    with pytest.raises(TypeError, match='not supported on bool'):
+        Bool(True) + Bool(False)
+    with pytest.raises(TypeError, match='not supported on float32'):
+        Float(1.0) << 2
+    with pytest.raises(ValueError, match='ambiguous'):
+        bool(Float(1, 2) < 2)
+    with pytest.raises(TypeError, match='unsupported dtype'):
+        Float(np.array(['a', 'b']))
+    with pytest.raises(TypeError, match='unsupported dtype'):
+        Float(np.array([1 + 2j]))
+    with pytest.raises(ValueError, match='1-D'):
+        Float(np.zeros((2, 2)))
+    with pytest.raises(TypeError, match='indices must be integer'):
+        pbc.gather(Float, Float(1, 2), Float(0, 1))
+    with pytest.raises(TypeError, match='cannot gather'):
+        pbc.gather(Int, Float(1, 2), UInt32(0))
+    with pytest.raises(TypeError, match='cannot write float64'):
+        pbc.scatter(Float(1, 2), Float64(1.0), UInt32(0))
+    with pytest.raises(IndexError):
+        Float(1, 2)[5]
+    with pytest.raises(TypeError, match='reinterpret'):
+        pbc.reinterpret_array(Int64, Float(1.0))
+    assert bool(Float(1.0) < 2) is True
+
+
+def test_failed_operation_leaves_inputs_intact():
+    x = Float(1, 2, 3)
+    before = x.index
+    with pytest.raises(ValueError):
+        x + Float(1, 2)
+    assert x.index == before and x.numpy().tolist() == [1, 2, 3]
+    t = Float(5, 6)
+    with pbc.scoped_set_flag(pbc.JitFlag.Debug, True), pytest.raises(IndexError):
+        pbc.scatter(t, Float(1, 1), UInt32(0, 9))
+    assert t.numpy().tolist() == [5, 6]
+
+
+def test_ad_alias_module():
+    import pbc.llvm.ad as ad
+    assert ad.Float is Float

@@ -1,0 +1,100 @@
+"""Kernel caches: memory hits, disk hits from a fresh process, corrupt entries, unwritable
+cache directories; kernel_history records; PrintIR and PBC_DEBUG output."""
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import pbc
+from pbc.llvm import Float
+
+SCRIPT = textwrap.dedent('''
+    import pbc, numpy as np
+    from pbc.llvm import Float
+    pbc.set_flag(pbc.JitFlag.KernelHistory, True)
+    x = pbc.arange(Float, 1000)
+    y = pbc.sqrt(x * 3.25 + 17.0)
+    assert np.allclose(y.numpy(), np.sqrt(np.arange(1000) * 3.25 + 17.0))
+    print('HIT', pbc.kernel_history()[-1]['cache_hit'])
+''')
+
+
+def run_script(cache_dir, extra_env=None, script=SCRIPT):
+    env = dict(os.environ, PBC_CACHE_DIR=str(cache_dir), **(extra_env or {}))
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env['PYTHONPATH'] = root + os.pathsep + env.get('PYTHONPATH', '')
+    return subprocess.run([sys.executable, '-c', script], env=env, capture_output=True,
+                          text=True, timeout=120)
+
+
+def test_memory_cache_hit():
+    pbc.kernel_history_clear()
+    with pbc.scoped_set_flag(pbc.JitFlag.KernelHistory, True):
+        for _ in range(2):
+            pbc.eval(pbc.arange(Float, 77) * 1.25 + 0.125)
+        first, second = pbc.kernel_history()
+    assert second['cache_hit'] == 'memory' and second['hash'] == first['hash']
+    for key in ('backend', 'hash', 'ir_ops', 'size', 'cache_hit', 'codegen_time',
+                'backend_time', 'execution_time'):
+        assert key in first
+    assert first['backend'] == 'llvm' and first['size'] == 77
+
+
+def test_disk_cache_hit_in_fresh_process(tmp_path):
+    first = run_script(tmp_path)
+    assert first.returncode == 0, first.stderr
+    second = run_script(tmp_path)
+    assert second.returncode == 0, second.stderr
+    assert second.stdout.split()[-1] == 'disk'
+    assert first.stdout.split()[-1] in ('none', 'disk')
+
+
+@pytest.mark.parametrize('damage', ['garbage', 'truncate', 'empty'])
+def test_corrupt_cache_entry_is_recompiled(tmp_path, damage):
+    assert run_script(tmp_path).returncode == 0
+    files = [f for f in os.listdir(tmp_path) if f.endswith('.o')]
+    assert files
+    for f in files:
+        path = tmp_path / f
+        data = path.read_bytes()
+        path.write_bytes({'garbage': os.urandom(len(data)), 'truncate': data[:len(data) // 2],
+                          'empty': b''}[damage])
+    again = run_script(tmp_path)
+    assert again.returncode == 0, again.stderr
+    assert again.stdout.split()[-1] == 'none'
+    assert run_script(tmp_path).stdout.split()[-1] == 'disk'    # rewritten correctly
+
+
+def test_unwritable_cache_dir_falls_back_to_memory(tmp_path):
+    blocker = tmp_path / 'file'
+    blocker.write_text('not a directory')
+    r = run_script(blocker / 'cache')
+    assert r.returncode == 0, r.stderr
+    assert 'not writable' in r.stderr and 'memory only' in r.stderr
+
+
+def test_print_ir(capsys):
+    with pbc.scoped_set_flag(pbc.JitFlag.PrintIR, True):
+        pbc.eval(pbc.arange(Float, 9) * 5.5)
+    out = capsys.readouterr().out
+    assert 'define void @kernel' in out and 'fmul <' in out
+
+
+def test_debug_env_logs_launches(tmp_path):
+    r = run_script(tmp_path, {'PBC_DEBUG': '1'})
+    assert r.returncode == 0
+    assert 'launched llvm kernel' in r.stderr
+
+
+def test_flush_kernel_cache():
+    pbc.kernel_history_clear()
+    with pbc.scoped_set_flag(pbc.JitFlag.KernelHistory, True):
+        pbc.eval(pbc.arange(Float, 31) * 4.75)
+        pbc.flush_kernel_cache()
+        pbc.eval(pbc.arange(Float, 31) * 4.75)
+        assert pbc.kernel_history()[-1]['cache_hit'] in ('disk', 'none')
+    np.testing.assert_array_equal((pbc.arange(Float, 3) * 4.75).numpy(), [0, 4.75, 9.5])

@@ -1,0 +1,174 @@
+"""Gathers, scatters (plain and atomic), horizontal reductions, scans and compress."""
+
+import numpy as np
+import pytest
+from oracle import FLOATS, INTS, TYPES, flat, sample
+
+import pbc
+from pbc.llvm import Array3f, Bool, Float, Float64, Int32, UInt32
+
+ReduceOp = pbc.ReduceOp
+
+
+@pytest.mark.parametrize('t', ('bool',) + INTS + FLOATS)
+def test_gather_every_type(t):
+    rng = np.random.default_rng(10)
+    src = sample(t, 100, rng)
+    idx = rng.integers(0, 130, 257).astype(np.uint32)      # some out of range: read 0
+    mask = rng.random(257) < 0.7
+    g = pbc.gather(TYPES[t], flat(t, src), UInt32(idx), Bool(mask))
+    ok = mask & (idx < 100)
+    expected = np.where(ok, src[np.minimum(idx, 99)], np.zeros(1, src.dtype))
+    np.testing.assert_array_equal(g.numpy(), expected)
+
+
+@pytest.mark.parametrize('t', ('bool',) + INTS + FLOATS)
+def test_scatter_every_type(t):
+    rng = np.random.default_rng(11)
+    target = sample(t, 100, rng)
+    idx = rng.permutation(120)[:90].astype(np.uint32)      # distinct, some out of range
+    values = sample(t, 90, rng)
+    mask = rng.random(90) < 0.8
+    x = flat(t, target)
+    pbc.scatter(x, flat(t, values), UInt32(idx), Bool(mask))
+    expected = target.copy()
+    ok = mask & (idx < 100)
+    expected[idx[ok]] = values[ok]
+    np.testing.assert_array_equal(x.numpy(), expected)
+
+
+REDUCTIONS = [(op, t) for op in ('Add', 'Min', 'Max') for t in INTS + FLOATS] + \
+             [(op, t) for op in ('And', 'Or') for t in INTS + ('bool',)]
+
+
+@pytest.mark.parametrize('op,t', REDUCTIONS)
+def test_scatter_reduce_contended(op, t):
+    """Many lanes on several threads hit few slots: atomics must make every update count."""
+    rng = np.random.default_rng(12)
+    n, slots = 300_000, 7
+    idx = rng.integers(0, slots, n).astype(np.uint32)
+    if t in FLOATS:
+        values = rng.integers(-8, 8, n).astype(t)          # exact sums in any order
+    elif t == 'bool':
+        values = rng.random(n) < 0.999
+    else:
+        values = rng.integers(0, 1000, n).astype(t)
+    init = {'Add': 0, 'Min': 10**6, 'Max': 0, 'And': -1, 'Or': 0}[op]
+    dtype = np.dtype(t if t != 'bool' else np.bool_)
+    start = np.full(slots, init if t != 'bool' else op == 'And').astype(dtype)
+    target = flat(t, start)
+    pbc.scatter_reduce(getattr(ReduceOp, op), target, flat(t, values), UInt32(idx))
+    ufunc = {'Add': np.add, 'Min': np.minimum, 'Max': np.maximum, 'And': np.bitwise_and,
+             'Or': np.bitwise_or}[op]
+    expected = start.copy()
+    ufunc.at(expected, idx, values)
+    np.testing.assert_array_equal(target.numpy(), expected)
+
+
+def test_scatter_is_a_side_effect_seen_by_later_reads():
+    x = pbc.zeros(Float, 5)
+    pbc.scatter(x, 1.0, UInt32(1, 3))
+    y = x * 2                       # reading a dirty target runs the scatter first
+    np.testing.assert_array_equal(y.numpy(), [0, 2, 0, 2, 0])
+    pbc.scatter_add(x, Float(1, 1, 1), UInt32(0, 0, 4))
+    np.testing.assert_array_equal(x.numpy(), [2, 1, 0, 1, 1])
+
+
+def test_scatter_copies_shared_targets():
+    a = Float(1, 2, 3)
+    b = Float(a)                     # shares a's variable
+    g = pbc.gather(Float, a, UInt32(0, 1, 2))   # a pending read of a
+    pbc.scatter(a, 9.0, UInt32(0))
+    np.testing.assert_array_equal(a.numpy(), [9, 2, 3])
+    np.testing.assert_array_equal(b.numpy(), [1, 2, 3])
+    np.testing.assert_array_equal(g.numpy(), [1, 2, 3])
+
+
+def test_setitem_and_masked_update():
+    x = Float(0, 0, 0, 0)
+    x[2] = 5.0
+    m = pbc.arange(UInt32, 4) < 2
+    x[m] += 1.0
+    np.testing.assert_array_equal(x.numpy(), [1, 1, 5, 0])
+    with pytest.raises(IndexError):
+        x[4] = 1.0
+
+
+def test_vector_gather_scatter():
+    flat_src = Float(np.arange(12, dtype=np.float32))
+    v = pbc.gather(Array3f, flat_src, UInt32(0, 3))
+    np.testing.assert_array_equal(v.numpy(), [[0, 9], [1, 10], [2, 11]])
+    target = pbc.zeros(Float, 6)
+    pbc.scatter(target, Array3f(1, 2, 3), UInt32(1))
+    np.testing.assert_array_equal(target.numpy(), [0, 0, 0, 1, 2, 3])
+
+
+def test_debug_mode_bounds_checks_write_nothing():
+    x = Float(1, 2, 3)
+    with pbc.scoped_set_flag(pbc.JitFlag.Debug, True):
+        with pytest.raises(IndexError, match=r'scatter: index 7 \(lane 1\).*size 3'):
+            pbc.scatter(x, Float(5, 6), UInt32(0, 7))
+        with pytest.raises(IndexError, match=r'gather: index 3 .*size 3'):
+            pbc.gather(Float, x, UInt32(0, 3))
+        pbc.scatter(x, 4.0, UInt32(0, 7), Bool(True, False))     # masked lane: fine
+    np.testing.assert_array_equal(x.numpy(), [4, 2, 3])
+
+
+@pytest.mark.parametrize('t', INTS + FLOATS)
+def test_reductions(t):
+    rng = np.random.default_rng(13)
+    for n in (1, 15, 1000, 100_003):
+        v = rng.integers(-50, 50, n).astype(t) if t in FLOATS else sample(t, max(n, 40),
+                                                                          rng)[:n]
+        a = flat(t, v)
+        with np.errstate(all='ignore'):
+            assert pbc.sum(a)[0] == v.sum(dtype=v.dtype)
+            assert pbc.min(a)[0] == v.min() and pbc.max(a)[0] == v.max()
+            if t in INTS:
+                assert pbc.prod(a)[0] == np.prod(v, dtype=v.dtype)
+        assert len(pbc.sum(a)) == 1 and type(pbc.sum(a)) is TYPES[t]
+
+
+def test_float_sum_accuracy_and_mean():
+    rng = np.random.default_rng(14)
+    v = rng.random(1_000_000).astype(np.float32)
+    exact = v.astype(np.float64).sum()
+    assert abs(pbc.sum(Float(v))[0] - exact) <= np.spacing(np.float32(exact))
+    assert abs(pbc.mean(Float(v))[0] - v.mean()) < 1e-6
+    assert pbc.sum(Float64(v))[0] == pytest.approx(v.astype(np.float64).sum(), rel=1e-12)
+
+
+def test_bool_reductions_and_count():
+    m = Bool(np.arange(1000) % 3 == 0)
+    assert pbc.count(m)[0] == 334
+    assert pbc.any(m)[0] and not pbc.all(m)[0] and not pbc.none(m)[0]
+    assert pbc.all(Bool(True, True))[0] and pbc.none(Bool(False, False))[0]
+    assert pbc.all(pbc.full(Bool, True, 10**6))[0]
+
+
+@pytest.mark.parametrize('t', INTS + FLOATS)
+def test_prefix_sums(t):
+    rng = np.random.default_rng(15)
+    for n in (0, 1, 17, 50_000):
+        v = rng.integers(0, 100, n).astype(t)
+        a = flat(t, v)
+        inc = np.cumsum(v, dtype=v.dtype)
+        np.testing.assert_array_equal(pbc.cumsum(a).numpy(), inc)
+        np.testing.assert_array_equal(pbc.prefix_sum(a).numpy(), inc - v)
+        rev = np.cumsum(v[::-1], dtype=v.dtype)[::-1]
+        np.testing.assert_array_equal(pbc.prefix_sum(a, reverse=True).numpy(), rev - v)
+
+
+def test_compress():
+    rng = np.random.default_rng(16)
+    for n in (0, 5, 100_000):
+        m = rng.random(n) < 0.3
+        np.testing.assert_array_equal(pbc.compress(Bool(m)).numpy(), np.flatnonzero(m))
+    assert len(pbc.compress(pbc.full(Bool, False, 100))) == 0
+
+
+def test_reductions_of_expressions_and_literals():
+    a = pbc.arange(Int32, 100)
+    assert pbc.sum(a * 2)[0] == 9900
+    assert pbc.sum(pbc.full(Float, 0.5, 10))[0] == 5.0
+    assert pbc.max(Int32(3))[0] == 3

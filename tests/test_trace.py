@@ -1,0 +1,160 @@
+"""The trace graph: value numbering, folding and simplification at creation, kernel fusion,
+symbolic gathers, reference counting and memory."""
+
+import gc
+
+import numpy as np
+import pytest
+
+import pbc
+from pbc.llvm import Array3f, Bool, Float, Int32, UInt32
+
+
+@pytest.fixture
+def history():
+    pbc.kernel_history_clear()
+    with pbc.scoped_set_flag(pbc.JitFlag.KernelHistory, True):
+        yield pbc.kernel_history
+    pbc.kernel_history_clear()
+
+
+def test_value_numbering_reuses_nodes():
+    a = Float(1, 2, 3)
+    x, y = a * 2 + 1, a * 2 + 1
+    assert x.index == y.index
+    assert pbc.linspace(Float, -1, 1, 10).index == pbc.linspace(Float, -1, 1, 10).index
+    with pbc.scoped_set_flag(pbc.JitFlag.ValueNumbering, False):
+        assert (a * 2).index != (a * 2).index
+
+
+def test_constant_folding_and_simplification():
+    assert (Float(2) * 3 + 1).state == 'literal'
+    assert (Float(2) * 3 + 1)[0] == 7
+    a = Float(1, 2, 3)
+    assert (a * 1).index == a.index
+    assert (a + 0).index == a.index
+    assert (-(-a)).index == a.index
+    assert pbc.fma(a, a, 0).index == (a * a).index
+    assert pbc.select(Bool(True), a, a * 2).index == a.index
+    assert pbc.select(Bool(False), a * 2, a).index == a.index
+    i = Int32(1, 2, 3)
+    assert (i * 0).state == 'literal' and (i & -1).index == i.index
+    with pbc.scoped_set_flag(pbc.JitFlag.ConstantPropagation, False):
+        assert (Float(2) * 3).state == 'unevaluated'
+        assert (a * 1).index != a.index
+        assert (Float(2) * 3)[0] == 6
+
+
+def test_float_rules_that_are_not_exact_stay():
+    a = Float(np.inf, 1.0, np.nan)
+    z = a * 0          # inf * 0 = nan: may not fold to 0 for floats
+    assert z.state != 'literal'
+    assert np.isnan(z.numpy()[0]) and z.numpy()[1] == 0
+
+
+def test_chain_fuses_into_one_kernel(history):
+    a = pbc.arange(Float, 1000)
+    x = a
+    for _ in range(50):
+        x = x * a + 1.5
+    pbc.eval(x)
+    h = history()
+    assert len(h) == 1
+    assert h[0]['ir_ops'] >= 100 and h[0]['size'] == 1000
+    ref = np.arange(1000, dtype=np.float32)
+    r = ref.copy()
+    for _ in range(50):
+        r = r * ref + np.float32(1.5)
+    np.testing.assert_array_equal(x.numpy(), r)
+
+
+def test_value_numbering_shrinks_ir(history):
+    def program():
+        a = pbc.arange(Float, 64)
+        return (a * 2 + 1) * (a * 2 + 1) + (a * 2 + 1)
+    pbc.eval(program())
+    with pbc.scoped_set_flag(pbc.JitFlag.ValueNumbering, False):
+        pbc.eval(program())
+    on, off = history()[-2:]
+    assert on['ir_ops'] < off['ir_ops']
+
+
+def test_eval_of_many_variables_is_one_kernel(history):
+    a = pbc.arange(Float, 100)
+    x, y, z = a + 1, a * 2, a - 3
+    pbc.eval(x, y, z)
+    assert len(history()) == 1
+    assert x.state == y.state == z.state == 'evaluated'
+
+
+def test_symbolic_gather_clones_expression(history):
+    x = pbc.linspace(Float, -1, 1, 8)
+    idx = UInt32(7, 0, 3)
+    g = pbc.gather(Float, x, idx)
+    assert x.state == 'unevaluated'          # the source was not materialized
+    np.testing.assert_allclose(g.numpy(), np.linspace(-1, 1, 8)[[7, 0, 3]], rtol=1e-6)
+    assert len(history()) == 1
+    out_of_range = pbc.gather(Float, x, UInt32(8, 100), Bool(True, True))
+    np.testing.assert_array_equal(out_of_range.numpy(), [0, 0])
+
+
+def test_meshgrid_matches_numpy():
+    x, y = pbc.meshgrid(pbc.arange(Float, 3), pbc.arange(Float, 2))
+    X, Y = np.meshgrid(np.arange(3), np.arange(2))
+    np.testing.assert_array_equal(x.numpy(), X.ravel())
+    np.testing.assert_array_equal(y.numpy(), Y.ravel())
+    a, b = pbc.meshgrid(pbc.arange(Float, 3), pbc.arange(Float, 2), indexing='ij')
+    A, B = np.meshgrid(np.arange(3), np.arange(2), indexing='ij')
+    np.testing.assert_array_equal(a.numpy(), A.ravel())
+    np.testing.assert_array_equal(b.numpy(), B.ravel())
+
+
+def test_temporaries_are_released():
+    gc.collect()
+    start = pbc.whos(print_table=False)['variables']
+    a = pbc.arange(Float, 10)
+    x = a
+    for i in range(1_000_000):
+        x = x + a if i % 2 else x * a
+    del x, a
+    assert pbc.whos(print_table=False)['variables'] == start
+
+
+def test_large_array_memory_is_returned():
+    before = pbc.whos(print_table=False)['memory']
+    x = pbc.arange(Float, 100_000_000) * 2
+    pbc.eval(x)
+    assert pbc.whos(print_table=False)['memory'] >= before + 4 * 10**8
+    del x
+    assert pbc.whos(print_table=False)['memory'] == before
+
+
+def test_deep_trace_does_not_recurse():
+    a = Float(1.0, 2.0)
+    x = a
+    for _ in range(200_000):
+        x = x + 1.0
+    np.testing.assert_array_equal(x.numpy(), [200_001, 200_002])
+    y = a
+    for _ in range(300_000):          # a deep chain dropped at once
+        y = y * 1.0001
+    del y
+
+
+def test_graphviz_and_whos(capsys):
+    a = Float(1, 2) * 2 + 1
+    dot = pbc.graphviz(a)
+    assert dot.startswith('digraph') and 'mul' in dot and 'literal' in dot
+    info = pbc.whos()
+    assert info['variables'] >= 1
+    assert 'variables' in capsys.readouterr().out
+
+
+def test_vector_ops_fuse(history):
+    v = Array3f(pbc.arange(Float, 5), 1, 2)
+    n = pbc.normalize(pbc.cross(v, Array3f(0, 0, 1)) + v)
+    pbc.eval(n)
+    assert len(history()) == 1
+    ref_v = np.stack([np.arange(5), np.ones(5), 2 * np.ones(5)]).astype(np.float32)
+    c = np.cross(ref_v.T, [0, 0, 1]).T + ref_v
+    np.testing.assert_allclose(n.numpy(), c / np.linalg.norm(c, axis=0), rtol=1e-6)
