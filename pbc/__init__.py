@@ -4,6 +4,7 @@ parallel numeric work. See README.md and docs/."""
 from . import _runtime
 from . import llvm  # noqa: F401  (registers the CPU backend's array types)
 from .debug import graphviz, whos
+from .device_print import print  # noqa: A001
 from .evaluate import (eval, flush_kernel_cache, kernel_history, kernel_history_clear,
                        schedule, sync_thread)
 from .flags import JitFlag, flag, scoped_set_flag, set_flag

@@ -38,7 +38,7 @@ cdef enum Op:
     OP_AND, OP_OR, OP_XOR, OP_SHL, OP_SHR, OP_MULHI,
     OP_EQ, OP_NE, OP_LT, OP_LE, OP_GT, OP_GE,
     OP_FMA, OP_SELECT,
-    OP_GATHER, OP_SCATTER,
+    OP_GATHER, OP_SCATTER, OP_PRINT,
     OP_COUNT
 
 OP_NAMES = ('literal', 'data', 'counter', 'ptr',
@@ -47,7 +47,7 @@ OP_NAMES = ('literal', 'data', 'counter', 'ptr',
             'add', 'sub', 'mul', 'div', 'mod', 'min', 'max',
             'and', 'or', 'xor', 'shl', 'shr', 'mulhi',
             'eq', 'ne', 'lt', 'le', 'gt', 'ge',
-            'fma', 'select', 'gather', 'scatter')
+            'fma', 'select', 'gather', 'scatter', 'print')
 assert len(OP_NAMES) == OP_COUNT
 
 # Reduction kinds of scatter_reduce (stored in Var.extra of a scatter).
@@ -61,6 +61,7 @@ cdef enum Flag:
     F_SYMBOLIC = 8     # recorded inside a symbolic region (loops, calls: later issues)
     F_FREE = 16        # the slot is on the free list
     F_WRITE = 32       # a PTR used by scatters: holds its target by ref_se, not ref_int
+    F_EXTRA = 64       # has operands beyond dep[4], kept in extra_deps
 
 ctypedef struct Var:
     uint32_t dep[4]
@@ -81,6 +82,8 @@ cdef Var* vars = NULL
 cdef uint32_t vars_cap = 0
 cdef vector[uint32_t] free_ids
 cdef unordered_map[uint64_t, uint32_t] vn_map
+# Operands beyond the four inline ones (device prints; later: call arguments), by node id.
+cdef unordered_map[uint32_t, vector[uint32_t]] extra_deps
 cdef vector[uint32_t] todo          # scheduled for the next eval (each holds one ref_ext)
 cdef vector[uint32_t] side_effects  # queued scatters (each holds one ref_ext)
 cdef uint64_t mem_bytes = 0
@@ -161,7 +164,8 @@ cdef inline uint64_t var_hash(uint16_t op, uint8_t vt, uint32_t size, uint32_t* 
     return mix(h, lit)
 
 cdef inline bint vn_eligible(uint16_t op, uint8_t extra) noexcept nogil:
-    return op != OP_DATA and op != OP_SCATTER and not (op == OP_PTR and (extra & 1))
+    return op != OP_DATA and op != OP_SCATTER and op != OP_PRINT and not (
+        op == OP_PTR and (extra & 1))
 
 cdef inline void vn_remove(uint32_t i) noexcept:
     cdef Var* v = &vars[i]
@@ -210,6 +214,12 @@ cdef void release(uint32_t root) noexcept:
                 vars[d].ref_int -= 1
             if vars[d].ref_ext == 0 and vars[d].ref_int == 0 and vars[d].ref_se == 0:
                 stack.push_back(d)
+        if v.flags & F_EXTRA:
+            for d in extra_deps[i]:
+                vars[d].ref_int -= 1
+                if vars[d].ref_ext == 0 and vars[d].ref_int == 0 and vars[d].ref_se == 0:
+                    stack.push_back(d)
+            extra_deps.erase(i)
         memset(v, 0, sizeof(Var))
         v.flags = F_FREE
         free_ids.push_back(i)
@@ -327,7 +337,7 @@ cdef bint postorder(uint32_t root, vector[uint32_t]& out,
             stack.pop_back(); expanded.pop_back()
             continue
         v = &vars[i]
-        if expanded.back() or v.op == OP_PTR or (v.dep[0] == 0):
+        if expanded.back() or v.op == OP_PTR or (v.dep[0] == 0 and not (v.flags & F_EXTRA)):
             stack.pop_back(); expanded.pop_back()
             pos[i] = out.size()
             out.push_back(i)
@@ -335,9 +345,23 @@ cdef bint postorder(uint32_t root, vector[uint32_t]& out,
                 return False
             continue
         expanded[expanded.size() - 1] = 1
+        if v.flags & F_EXTRA:
+            for d in extra_deps[i]:
+                if not pos.count(d):
+                    stack.push_back(d)
+                    expanded.push_back(0)
         for k in range(3, -1, -1):     # reversed, so dep[0] is emitted first
             d = v.dep[k]
             if d and not pos.count(d):
                 stack.push_back(d)
                 expanded.push_back(0)
     return True
+
+
+cdef void set_extra_deps(uint32_t i, vector[uint32_t]& deps) noexcept:
+    """Gives node i further operands (it takes a reference to each)."""
+    cdef uint32_t d
+    for d in deps:
+        vars[d].ref_int += 1
+    extra_deps[i] = deps
+    vars[i].flags |= F_EXTRA

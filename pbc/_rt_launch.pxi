@@ -39,6 +39,8 @@ cdef tuple node_record(uint32_t i, unordered_map[uint32_t, uint32_t]& pos):
         return (i, v.op, v.vtype, v.size, deps, v.literal, v.extra, <uintptr_t> t.data, t.size)
     if v.op != OP_DATA and v.op != OP_LITERAL and v.op != OP_COUNTER:
         deps = tuple([pos[v.dep[k]] for k in range(4) if v.dep[k]])
+        if v.flags & F_EXTRA:
+            deps += tuple([pos[d] for d in extra_deps[i]])
     return (i, v.op, v.vtype, v.size, deps, v.literal, v.extra, <uintptr_t> v.data, v.size)
 
 cdef list topo_order(vector[uint32_t]& roots):
@@ -74,8 +76,8 @@ def take_groups():
         roots.clear()
         for i in ids:
             roots.push_back(i)
-        outputs = [i for i in ids if vars[i].op != OP_SCATTER]
-        effects = [i for i in ids if vars[i].op == OP_SCATTER]
+        outputs = [i for i in ids if vars[i].op != OP_SCATTER and vars[i].op != OP_PRINT]
+        effects = [i for i in ids if vars[i].op == OP_SCATTER or vars[i].op == OP_PRINT]
         groups.append((backend, size, outputs, effects, topo_order(roots)))
     return [i for i in all_roots], groups
 
@@ -126,8 +128,16 @@ cdef void run_blocks(kernel_fn f, int64_t n, void* params, int64_t block, int th
             end = n
         f(start, end, params)
 
-def launch(uintptr_t fn, int64_t n, list params):
-    """Runs kernel `fn(start, end, params)` over [0, n) on the thread pool, GIL released."""
+cdef extern from "stdio.h" nogil:
+    int fflush(void*)
+
+def flush_c_stdout():
+    """Device prints go through C's stdio; flush it so output appears in order."""
+    fflush(NULL)
+
+def launch(uintptr_t fn, int64_t n, list params, bint serial=False):
+    """Runs kernel `fn(start, end, params)` over [0, n) on the thread pool, GIL released;
+    `serial` keeps lane order (kernels that print)."""
     cdef vector[uint64_t] p
     for x in params:
         p.push_back(<uint64_t> x)
@@ -136,7 +146,7 @@ def launch(uintptr_t fn, int64_t n, list params):
     cdef int64_t block = max(<int64_t> 8192, ((n // (n_threads * 8)) + 63) & ~<int64_t> 63)
     cdef kernel_fn f = <kernel_fn> fn
     with nogil:
-        run_blocks(f, n, p.data(), block, n_threads)
+        run_blocks(f, n, p.data(), block, 1 if serial else n_threads)
 
 # ---- horizontal primitives -----------------------------------------------------------------
 ctypedef fused num_t:

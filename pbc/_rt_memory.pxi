@@ -118,3 +118,37 @@ cdef void scatter_obj(ArrayBase target, object value, object index, object activ
 def scatter(ArrayBase target, value, index, active=True, int reduce=0):
     """target[index] = value (or reduce into it) for active lanes; a queued side effect."""
     scatter_obj(target, value, index, active, reduce)
+
+# ---- device-side printing -------------------------------------------------------------------
+cdef list print_formats = []       # format strings of print nodes (Var.literal indexes this)
+
+def format_string(uint32_t i):
+    return print_formats[vars[i].literal]
+
+def device_print(str fmt, list values, active):
+    """Queues a print of `fmt` (C printf syntax, one conversion per value) for every active
+    lane; it happens when the kernel runs."""
+    if not values and not isinstance(active, ArrayBase):
+        raise ValueError('pbc: device_print needs at least one JIT array')
+    cdef ArrayBase ref = next(x for x in values + [active] if isinstance(x, ArrayBase))
+    cdef uint8_t be = ref._backend
+    cdef vector[uint32_t] deps
+    cdef uint32_t im = 0, p, size, s
+    try:
+        im = operand(active, T_BOOL, be)
+        size = vars[im].size
+        for x in values:
+            deps.push_back((<ArrayBase> x)._index)
+            s = vars[deps.back()].size
+            if size == 1:
+                size = s
+            elif s != 1 and s != size:
+                raise ValueError(f'pbc.print: arguments have incompatible sizes {size} and {s}')
+        for k in range(deps.size()):
+            flush_if_dirty(deps[k], 0, 0, 0)
+        print_formats.append(fmt)
+        p = var_new(OP_PRINT, T_VOID, size, im, 0, 0, 0, len(print_formats) - 1, 0, be)
+        set_extra_deps(p, deps)
+        side_effects.push_back(p)      # the queue owns the new reference
+    finally:
+        dec_ext(im)

@@ -10,7 +10,7 @@ OP_ALLOW[:] = [
     6, 6, 6, 6, 6, 6, 6,   # add sub mul div mod min max
     7, 7, 7, 2, 2, 2,      # and or xor shl shr mulhi
     7, 7, 6, 6, 6, 6,      # eq ne lt le gt ge
-    6, 7, 7, 7]            # fma select gather scatter
+    6, 7, 7, 7, 7]         # fma select gather scatter print
 
 cdef inline uint8_t kind_bit(uint8_t vt) noexcept nogil:
     return 1 if vt == T_BOOL else (4 if is_float(vt) else 2)

@@ -2,6 +2,7 @@
 compiles it through the backend's caches, launches it, and keeps the kernel history."""
 
 import logging
+import sys
 import time
 
 from . import _runtime, config
@@ -51,9 +52,14 @@ def _run_group(backend_code, size, outputs, records):
         for slot, nid, tname in launch.outputs:
             values[slot] = _runtime.alloc(TYPE_NAMES.index(tname), size)
             buffers.append((nid, values[slot], tname))
+        prints = launch.kernel.uses('print')
+        if prints:
+            sys.stdout.flush()
         t1 = time.perf_counter()
-        be.launch(addr, size, values)
+        be.launch(addr, size, values, serial=prints)
         exec_time = time.perf_counter() - t1
+        if prints:
+            _runtime.flush_c_stdout()
     except BaseException:
         for nid, ptr, tname in buffers:
             _runtime.free_buffer(ptr, TYPE_NAMES.index(tname), size)

@@ -8,6 +8,7 @@ serves any launch size and any buffers; this is what makes the kernel caches eff
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
+from . import _runtime
 from .ops import ARITY, TRACE_OPS, TYPE_NAMES
 
 
@@ -18,6 +19,7 @@ class Instr(NamedTuple):
     literal: int = 0   # bit pattern of a literal
     extra: int = 0     # cast/bitcast: source type code; scatter: reduction code
     slot: int = -1     # parameter slot (load, load1, store, ptr: slot+1 holds its size)
+    text: str = ''     # print: the C printf format
 
 
 class Param(NamedTuple):
@@ -75,6 +77,8 @@ def assemble(backend, size, outputs, records):
             slot = add_param('ptr', tname, addr)
             add_param('size', 'uint64', dsize)
             k.instrs.append(Instr('ptr', 'ptr', slot=slot))
+        elif op == 'print':
+            k.instrs.append(Instr(op, tname, tuple(deps), text=_runtime.format_string(nid)))
         else:
             assert len(deps) == ARITY[op], (op, deps)
             k.instrs.append(Instr(op, tname, tuple(deps), lit, extra))

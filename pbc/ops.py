@@ -17,6 +17,7 @@ ARITY = {
     'and': 2, 'or': 2, 'xor': 2, 'shl': 2, 'shr': 2, 'mulhi': 2,
     'eq': 2, 'ne': 2, 'lt': 2, 'le': 2, 'gt': 2, 'ge': 2,
     'fma': 3, 'select': 3, 'gather': 3, 'scatter': 4,
+    'print': -1,      # mask, then any number of values; the format is Instr.text
 }
 
 # Trace-graph ops that become something else during assembly.

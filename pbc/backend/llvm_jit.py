@@ -101,8 +101,8 @@ class LLVMBackend:
         pb.getModulePassManager().run(module, pb)
         return self.tm.emit_object(module)
 
-    def launch(self, addr, size, params):
-        _runtime.launch(addr, size, params)
+    def launch(self, addr, size, params, serial=False):
+        _runtime.launch(addr, size, params, serial)
 
 
 _backend = None

@@ -101,7 +101,7 @@ for _op, (_f, _s, _u) in {'eq': ('oeq', 'eq', 'eq'), 'ne': ('une', 'ne', 'ne'),
 
 # Ops rendered by methods below rather than by a one-line template.
 SPECIAL = ('literal', 'counter', 'load', 'load1', 'ptr', 'store', 'cast', 'bitcast',
-           'gather', 'scatter')
+           'gather', 'scatter', 'print')
 assert set(TEMPLATES) | set(SPECIAL) == set(ARITY), 'LLVM renderer misses ops'
 
 ATOMIC = {('add', 'f'): 'fadd', ('add', 'i'): 'add', ('add', 'u'): 'add',
@@ -132,6 +132,7 @@ class _Renderer:
         self.W = width
         self.names = []          # register -> operand text
         self.decls = {}
+        self.globals = []
         self.entry = []
         self.body = []
         self.block = 'body'      # current basic block (for phi nodes of lane loops)
@@ -206,6 +207,7 @@ class _Renderer:
         W = self.W
         return '\n'.join([
             *self.decls,
+            *self.globals,
             '',
             'define void @kernel(i64 %start, i64 %end, ptr noalias %params) #0 {',
             'entry:', *self.entry, '  br label %body',
@@ -338,22 +340,53 @@ class _Renderer:
             return
         # Atomic reduction: one atomicrmw per active lane, correct under any contention.
         aop = ATOMIC[(reduce, KIND[vt])]
+        self._per_lane(r, f'{r}.m', [
+            f'  {r}.pj = extractelement {P} {r}.p, i32 {r}.j',
+            f'  {r}.vj = extractelement {V} {value}, i32 {r}.j',
+            f'  {r}.old = atomicrmw {aop} ptr {r}.pj, {m} {r}.vj monotonic'])
+
+    def _per_lane(self, r, mask, lines):
+        """Runs `lines` (which may use lane number {r}.j) for each lane set in `mask`."""
         lbl = r[1:]
-        b += [f'  br label %{lbl}.head', f'{lbl}.head:',
-              f'  {r}.j = phi i32 [ 0, %{self.block} ], [ {r}.j1, %{lbl}.next ]',
-              f'  {r}.mj = extractelement {self.masks} {r}.m, i32 {r}.j',
-              f'  br i1 {r}.mj, label %{lbl}.do, label %{lbl}.next',
-              f'{lbl}.do:',
-              f'  {r}.pj = extractelement {P} {r}.p, i32 {r}.j',
-              f'  {r}.vj = extractelement {V} {value}, i32 {r}.j',
-              f'  {r}.old = atomicrmw {aop} ptr {r}.pj, {m} {r}.vj monotonic',
-              f'  br label %{lbl}.next',
-              f'{lbl}.next:',
-              f'  {r}.j1 = add i32 {r}.j, 1',
-              f'  {r}.c = icmp ult i32 {r}.j1, {self.W}',
-              f'  br i1 {r}.c, label %{lbl}.head, label %{lbl}.done',
-              f'{lbl}.done:']
+        self.body += [
+            f'  br label %{lbl}.head', f'{lbl}.head:',
+            f'  {r}.j = phi i32 [ 0, %{self.block} ], [ {r}.j1, %{lbl}.next ]',
+            f'  {r}.mj = extractelement {self.masks} {mask}, i32 {r}.j',
+            f'  br i1 {r}.mj, label %{lbl}.do, label %{lbl}.next',
+            f'{lbl}.do:', *lines, f'  br label %{lbl}.next',
+            f'{lbl}.next:',
+            f'  {r}.j1 = add i32 {r}.j, 1',
+            f'  {r}.c = icmp ult i32 {r}.j1, {self.W}',
+            f'  br i1 {r}.c, label %{lbl}.head, label %{lbl}.done',
+            f'{lbl}.done:']
         self.block = f'{lbl}.done'
+
+    def op_print(self, ins, r, reg):
+        """printf for each active lane, in lane order (the launch keeps blocks serial)."""
+        data = ins.text.encode() + b'\0'
+        text = ''.join(chr(c) if 32 <= c < 127 and c not in (34, 92) else f'\\{c:02X}'
+                       for c in data)
+        self.globals.append(f'@{r[1:]}.fmt = private unnamed_addr constant [{len(data)} x i8] '
+                            f'c"{text}"')
+        self.decls['declare i32 @printf(ptr, ...)'] = None
+        self.body.append(f'  {r}.m = and {self.masks} {self.names[ins.args[0]]}, %active')
+        lines, args = [], []
+        for k, reg_k in enumerate(ins.args[1:]):
+            t = self.k.instrs[reg_k].type
+            s = SCALAR[t]
+            x = f'{r}.a{k}'
+            lines.append(f'  {x} = extractelement {self.vec(s)} {self.names[reg_k]}, i32 {r}.j')
+            if s == 'float':
+                lines.append(f'  {x}.d = fpext float {x} to double')
+                args.append(f'double {x}.d')
+            elif s == 'i1':
+                lines.append(f'  {x}.i = zext i1 {x} to i32')
+                args.append(f'i32 {x}.i')
+            else:
+                args.append(f'{s} {x}')
+        call_args = ', '.join([f'ptr @{r[1:]}.fmt'] + args)
+        lines.append(f'  {r}.rc = call i32 (ptr, ...) @printf({call_args})')
+        self._per_lane(r, f'{r}.m', lines)
 
 
 def render(kernel, width):
