@@ -11,6 +11,7 @@ import numpy as np
 
 from . import _runtime
 from ._runtime import ArrayBase, op_binary, op_cast, op_fma, op_select, op_unary
+from .tensor import Tensor
 from .vector import Matrix, StaticArray, vector_type
 
 pi = _pymath.pi
@@ -305,6 +306,8 @@ def _horizontal(name):
             for c in x._items[1:]:
                 acc = op(acc, c)
             return acc
+        if isinstance(x, Tensor):          # over all elements; a tensor of shape ()
+            return type(x)(_runtime.reduce(x.array, name), shape=())
         if not isinstance(x, ArrayBase):
             return x
         return _runtime.reduce(x, name)
@@ -333,6 +336,8 @@ def none(x):
 
 
 def mean(x):
+    if isinstance(x, Tensor):
+        return type(x)(mean(x.array), shape=())
     n = len(x) if isinstance(x, ArrayBase) else x.Size
     return sum(x) / n if isinstance(x, ArrayBase) and _is_float(x) else \
         sum(_runtime.class_for(x, 'float32')(x)) / n

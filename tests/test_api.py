@@ -114,6 +114,9 @@ def test_tensors():
     np.testing.assert_array_equal((t2 * 2 + 1).numpy(), np.arange(6).reshape(2, 3) * 2 + 1)
     np.testing.assert_array_equal(t2.array.numpy(), np.arange(6))
     assert pbc.sum(t.array)[0] == 66
+    total = pbc.sum(t)
+    assert type(total) is TensorXf and total.shape == () and total.numpy() == 66
+    assert pbc.max(t).numpy() == 11 and pbc.mean(t).numpy() == 5.5
     assert TensorXu(np.ones((2, 2), dtype=np.uint32)).numpy().dtype == np.uint32
     with pytest.raises(ValueError, match='does not match'):
         TensorXf(pbc.arange(Float, 5), shape=(2, 3))
