@@ -31,7 +31,7 @@ def eval_pending():
     """Runs every scheduled evaluation and queued side effect."""
     roots, groups = _runtime.take_groups()
     try:
-        for backend, size, outputs, effects, records in groups:
+        for backend, size, outputs, _effects, records in groups:
             _run_group(backend, size, outputs, records)
     finally:
         _runtime.release_roots(roots)
@@ -61,7 +61,7 @@ def _run_group(backend_code, size, outputs, records):
         if prints:
             _runtime.flush_c_stdout()
     except BaseException:
-        for nid, ptr, tname in buffers:
+        for _, ptr, tname in buffers:
             _runtime.free_buffer(ptr, TYPE_NAMES.index(tname), size)
         raise
     for nid, ptr, _ in buffers:

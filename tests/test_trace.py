@@ -33,7 +33,8 @@ def test_constant_folding_and_simplification():
     a = Float(1, 2, 3)
     assert (a * 1).index == a.index
     assert (a + 0).index == a.index
-    assert (-(-a)).index == a.index
+    neg = -a
+    assert (-neg).index == a.index
     assert pbc.fma(a, a, 0).index == (a * a).index
     assert pbc.select(Bool(True), a, a * 2).index == a.index
     assert pbc.select(Bool(False), a * 2, a).index == a.index
