@@ -72,6 +72,8 @@ ctypedef struct Var:
     uint32_t ref_ext      # references from Python objects and runtime queues
     uint32_t ref_int      # references from other variables' dependencies
     uint32_t ref_se       # references from pending scatters (do not force copy-on-write)
+    uint32_t mark         # traversal epoch that last visited this node
+    uint32_t pos          # its position in that traversal's order
     uint16_t op
     uint8_t vtype
     uint8_t flags
@@ -81,7 +83,6 @@ ctypedef struct Var:
 cdef Var* vars = NULL
 cdef uint32_t vars_cap = 0
 cdef vector[uint32_t] free_ids
-cdef unordered_map[uint64_t, uint32_t] vn_map
 # Operands beyond the four inline ones (device prints; later: call arguments), by node id.
 cdef unordered_map[uint32_t, vector[uint32_t]] extra_deps
 cdef vector[uint32_t] todo          # scheduled for the next eval (each holds one ref_ext)
@@ -104,10 +105,6 @@ def get_flags():
 def set_flags(uint32_t value):
     global jit_flags
     jit_flags = value
-
-# Traces of a few hundred thousand nodes are common (AD doubles them): size the value
-# numbering table up front so tracing does not pay for incremental rehashing.
-vn_map.reserve(1 << 18)
 
 cdef void grow_arena() except *:
     global vars, vars_cap
@@ -161,18 +158,81 @@ cdef inline uint64_t var_hash(uint16_t op, uint8_t vt, uint32_t size, uint32_t* 
                           | (<uint64_t>backend << 32), size)
     h = mix(h, dep[0] | (<uint64_t>dep[1] << 32))
     h = mix(h, dep[2] | (<uint64_t>dep[3] << 32))
-    return mix(h, lit)
+    h = mix(h, lit)
+    return h ^ (h >> 32)     # the table indexes with the low bits: fold the high ones in
 
 cdef inline bint vn_eligible(uint16_t op, uint8_t extra) noexcept nogil:
     return op != OP_DATA and op != OP_SCATTER and op != OP_PRINT and not (
         op == OP_PTR and (extra & 1))
 
+# The value-numbering table: open addressing with linear probing, one entry per hash
+# (a colliding node replaces the entry), tombstones for removals. Cheaper than a node-based
+# map on both paths that matter: lookups while tracing and removals while freeing traces.
+ctypedef struct VNEntry:
+    uint64_t hash
+    uint32_t id          # 0: empty slot; VN_TOMB: removed
+
+cdef enum:
+    VN_TOMB = 0xFFFFFFFF
+
+cdef VNEntry* vn_table = NULL
+cdef size_t vn_mask = 0, vn_used = 0, vn_live = 0
+
+cdef void vn_resize(size_t cap) except *:
+    global vn_table, vn_mask, vn_used
+    cdef VNEntry* old = vn_table
+    cdef size_t old_cap = vn_mask + 1 if old != NULL else 0, k, j
+    vn_table = <VNEntry*> malloc(cap * sizeof(VNEntry))
+    if vn_table == NULL:
+        raise MemoryError('pbc: cannot grow the value-numbering table')
+    memset(vn_table, 0, cap * sizeof(VNEntry))
+    vn_mask = cap - 1
+    vn_used = vn_live
+    for k in range(old_cap):
+        if old[k].id != 0 and old[k].id != VN_TOMB:
+            j = old[k].hash & vn_mask
+            while vn_table[j].id != 0:
+                j = (j + 1) & vn_mask
+            vn_table[j] = old[k]
+    free(old)
+
+cdef inline VNEntry* vn_find(uint64_t h) noexcept:
+    """The live entry for hash h, or NULL."""
+    cdef size_t j = h & vn_mask
+    while vn_table[j].id != 0:
+        if vn_table[j].hash == h and vn_table[j].id != VN_TOMB:
+            return &vn_table[j]
+        j = (j + 1) & vn_mask
+    return NULL
+
+cdef void vn_insert(uint64_t h, uint32_t i) except *:
+    global vn_used, vn_live
+    cdef VNEntry* e = vn_find(h)
+    if e != NULL:
+        e.id = i               # a colliding node takes over the entry
+        return
+    if (vn_used + 1) * 2 > vn_mask + 1:
+        vn_resize((vn_mask + 1) * (2 if vn_live * 4 > vn_mask + 1 else 1))
+    cdef size_t j = h & vn_mask
+    while vn_table[j].id != 0 and vn_table[j].id != VN_TOMB:
+        j = (j + 1) & vn_mask
+    if vn_table[j].id == 0:
+        vn_used += 1
+    vn_table[j].hash = h
+    vn_table[j].id = i
+    vn_live += 1
+
+vn_resize(1 << 18)
+
 cdef inline void vn_remove(uint32_t i) noexcept:
+    global vn_live
     cdef Var* v = &vars[i]
+    cdef VNEntry* e
     if v.flags & F_VN:
-        it = vn_map.find(v.hash)
-        if it != vn_map.end() and deref(it).second == i:
-            vn_map.erase(it)
+        e = vn_find(v.hash)
+        if e != NULL and e.id == i:
+            e.id = VN_TOMB
+            vn_live -= 1
         v.flags &= ~F_VN
 
 # ---- reference counting ------------------------------------------------------------------
@@ -235,12 +295,13 @@ cdef uint32_t var_new(uint16_t op, uint8_t vt, uint32_t size, uint32_t d0, uint3
     cdef uint64_t h = 0
     cdef uint32_t i, k
     cdef Var* v
+    cdef VNEntry* e
     cdef bint vn = (jit_flags & 2) and vn_eligible(op, extra)
     if vn:
         h = var_hash(op, vt, size, dep, lit, extra, backend)
-        it = vn_map.find(h)
-        if it != vn_map.end():
-            i = deref(it).second
+        e = vn_find(h)
+        if e != NULL:
+            i = e.id
             v = &vars[i]
             if (v.op == op and v.vtype == vt and v.size == size and v.literal == lit
                     and v.extra == extra and v.backend == backend and v.dep[0] == d0
@@ -274,7 +335,7 @@ cdef uint32_t var_new(uint16_t op, uint8_t vt, uint32_t size, uint32_t d0, uint3
     if vn:
         v.hash = h
         v.flags |= F_VN
-        vn_map[h] = i
+        vn_insert(h, i)
     return i
 
 cdef uint32_t var_data(uint8_t vt, uint32_t size, void* data, uint8_t backend) except 0:
@@ -319,11 +380,24 @@ cdef bint any_dirty(uint32_t* deps, int n) noexcept:
             return True
     return False
 
-cdef bint postorder(uint32_t root, vector[uint32_t]& out,
-                    unordered_map[uint32_t, uint32_t]& pos, size_t limit) noexcept:
-    """Appends the not yet visited part of root's dependency closure to `out`, dependencies
-    first (iterative DFS; pos maps each visited id to its index in out). A pointer is a leaf:
-    what it points to is memory, not code. Returns False once out exceeds `limit` entries."""
+cdef uint32_t epoch = 0
+
+cdef inline void begin_traversal() noexcept:
+    """Starts a new traversal: every node counts as unvisited (no clearing needed)."""
+    global epoch
+    epoch += 1
+
+cdef inline bint visited(uint32_t i) noexcept:
+    return vars[i].mark == epoch
+
+cdef inline uint32_t position(uint32_t i) noexcept:
+    return vars[i].pos
+
+cdef bint postorder(uint32_t root, vector[uint32_t]& out, size_t limit) noexcept:
+    """Appends the part of root's dependency closure not yet visited in the current
+    traversal (see begin_traversal) to `out`, dependencies first (iterative DFS; position()
+    gives a visited node's index in out). A pointer is a leaf: what it points to is memory,
+    not code. Returns False once out exceeds `limit` entries."""
     cdef vector[uint32_t] stack
     cdef vector[uint8_t] expanded
     cdef uint32_t i, d
@@ -333,13 +407,14 @@ cdef bint postorder(uint32_t root, vector[uint32_t]& out,
     expanded.push_back(0)
     while not stack.empty():
         i = stack.back()
-        if pos.count(i):
+        v = &vars[i]
+        if v.mark == epoch:
             stack.pop_back(); expanded.pop_back()
             continue
-        v = &vars[i]
         if expanded.back() or v.op == OP_PTR or (v.dep[0] == 0 and not (v.flags & F_EXTRA)):
             stack.pop_back(); expanded.pop_back()
-            pos[i] = out.size()
+            v.mark = epoch
+            v.pos = out.size()
             out.push_back(i)
             if out.size() > limit:
                 return False
@@ -347,12 +422,12 @@ cdef bint postorder(uint32_t root, vector[uint32_t]& out,
         expanded[expanded.size() - 1] = 1
         if v.flags & F_EXTRA:
             for d in extra_deps[i]:
-                if not pos.count(d):
+                if vars[d].mark != epoch:
                     stack.push_back(d)
                     expanded.push_back(0)
         for k in range(3, -1, -1):     # reversed, so dep[0] is emitted first
             d = v.dep[k]
-            if d and not pos.count(d):
+            if d and vars[d].mark != epoch:
                 stack.push_back(d)
                 expanded.push_back(0)
     return True

@@ -30,7 +30,7 @@ def schedule(uint32_t i):
 def has_pending():
     return not todo.empty() or not side_effects.empty()
 
-cdef tuple node_record(uint32_t i, unordered_map[uint32_t, uint32_t]& pos):
+cdef tuple node_record(uint32_t i):
     cdef Var* v = &vars[i]
     cdef Var* t
     deps = ()
@@ -38,24 +38,83 @@ cdef tuple node_record(uint32_t i, unordered_map[uint32_t, uint32_t]& pos):
         t = &vars[v.dep[0]]
         return (i, v.op, v.vtype, v.size, deps, v.literal, v.extra, <uintptr_t> t.data, t.size)
     if v.op != OP_DATA and v.op != OP_LITERAL and v.op != OP_COUNTER:
-        deps = tuple([pos[v.dep[k]] for k in range(4) if v.dep[k]])
+        deps = tuple([vars[v.dep[k]].pos for k in range(4) if v.dep[k]])
         if v.flags & F_EXTRA:
-            deps += tuple([pos[d] for d in extra_deps[i]])
+            deps += tuple([vars[d].pos for d in extra_deps[i]])
     return (i, v.op, v.vtype, v.size, deps, v.literal, v.extra, <uintptr_t> v.data, v.size)
 
 cdef list topo_order(vector[uint32_t]& roots):
     """Node records of everything the roots need, dependencies first."""
-    cdef unordered_map[uint32_t, uint32_t] pos
     cdef vector[uint32_t] order
     cdef uint32_t r
+    begin_traversal()
     for r in roots:
-        postorder(r, order, pos, <size_t> -1)
-    return [node_record(i, pos) for i in order]
+        postorder(r, order, <size_t> -1)
+    return [node_record(i) for i in order]
+
+def group_records(list ids):
+    """The node records (see node_record) of the group whose roots are `ids`, in the same
+    order as the key and leaves that take_groups computed for it."""
+    cdef vector[uint32_t] roots = ids
+    return topo_order(roots)
+
+cdef inline uint64_t mix_b(uint64_t h, uint64_t v) noexcept nogil:
+    # A second, independent mixer: the two halves of a group key never collide together.
+    h = (h ^ (v * <uint64_t> 0xff51afd7ed558ccdULL))
+    h = ((h << 27) | (h >> 37)) * <uint64_t> 0xc4ceb9fe1a85ec53ULL + <uint64_t> 0x52dce729ULL
+    return h
+
+cdef tuple group_summary(vector[uint32_t]& roots, uint32_t size, list outputs):
+    """(key, leaves) of a group. The key is a 128-bit hash of everything kernel assembly
+    reads from the records (ops, types, operand positions, literals, print formats, which
+    loads are scalar, the outputs), so equal keys assemble to the same Kernel. Leaves are
+    (position, address, size) of the memory the kernel reads: what varies per launch."""
+    cdef vector[uint32_t] order
+    cdef uint32_t r, i, d, p = 0
+    cdef uint64_t h1 = 0x243F6A8885A308D3ULL, h2 = 0x13198A2E03707344ULL, w, lit
+    cdef Var* v
+    cdef Var* t
+    cdef int k
+    begin_traversal()
+    for r in roots:
+        postorder(r, order, <size_t> -1)
+    leaves = []
+    for i in order:
+        v = &vars[i]
+        w = v.op | (<uint64_t> v.vtype << 8) | (<uint64_t> v.extra << 16)
+        if v.op == OP_DATA:
+            w |= <uint64_t> (v.size == size and size != 1) << 24
+            leaves.append((p, <uintptr_t> v.data, v.size))
+        elif v.op == OP_PTR:
+            t = &vars[v.dep[0]]
+            leaves.append((p, <uintptr_t> t.data, t.size))
+        else:
+            for k in range(4):
+                if v.dep[k]:
+                    w = mix(w, vars[v.dep[k]].pos + 1)
+            if v.flags & F_EXTRA:
+                for d in extra_deps[i]:
+                    w = mix(w, vars[d].pos + 1)
+        h1 = mix(h1, w)
+        h2 = mix_b(h2, w)
+        if v.op == OP_PRINT:
+            lit = <uint64_t> <int64_t> hash(print_formats[v.literal])
+        else:
+            lit = v.literal
+        h1 = mix(h1, lit)
+        h2 = mix_b(h2, lit)
+        p += 1
+    for o in outputs:
+        h1 = mix(h1, vars[<uint32_t> o].pos)
+        h2 = mix_b(h2, vars[<uint32_t> o].pos)
+    h1 = mix(h1, order.size())
+    h2 = mix_b(h2, order.size())
+    return (h1, h2), leaves
 
 def take_groups():
     """Drains the queues. Returns (roots, groups): roots hold one reference each (give them
     back with release_roots); each group is (backend, size, output ids, side-effect ids,
-    records)."""
+    key, leaves, root ids) — see group_summary and group_records."""
     cdef vector[uint32_t] all_roots
     cdef uint32_t i
     for i in todo:
@@ -73,12 +132,12 @@ def take_groups():
     groups = []
     cdef vector[uint32_t] roots
     for (backend, size), ids in by_size.items():
-        roots.clear()
-        for i in ids:
-            roots.push_back(i)
-        outputs = [i for i in ids if vars[i].op != OP_SCATTER and vars[i].op != OP_PRINT]
+        roots = ids
+        outputs = list(dict.fromkeys(
+            [i for i in ids if vars[i].op != OP_SCATTER and vars[i].op != OP_PRINT]))
         effects = [i for i in ids if vars[i].op == OP_SCATTER or vars[i].op == OP_PRINT]
-        groups.append((backend, size, outputs, effects, topo_order(roots)))
+        key, leaves = group_summary(roots, size, outputs)
+        groups.append((backend, size, outputs, effects, key, leaves, ids))
     return [i for i in all_roots], groups
 
 def release_roots(list roots):

@@ -136,10 +136,11 @@ cdef uint32_t gather_symbolic(uint32_t src, uint32_t index, uint32_t mask) excep
     """Clones the unevaluated expression `src` with its lane index replaced by `index`.
     Returns 0 (nothing created) when src holds something that cannot be re-indexed."""
     cdef vector[uint32_t] order
-    cdef unordered_map[uint32_t, uint32_t] seen, new_id
+    cdef unordered_map[uint32_t, uint32_t] new_id
     cdef uint32_t i, n = vars[src].size, k, r
     cdef Var* v
-    if not postorder(src, order, seen, MAX_SYMBOLIC_GATHER):
+    begin_traversal()
+    if not postorder(src, order, MAX_SYMBOLIC_GATHER):
         return 0
     for i in order:             # only elementwise nodes over the same lanes can be re-indexed
         v = &vars[i]

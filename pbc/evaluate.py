@@ -31,52 +31,66 @@ def eval_pending():
     """Runs every scheduled evaluation and queued side effect."""
     roots, groups = _runtime.take_groups()
     try:
-        for backend, size, outputs, _effects, records in groups:
-            _run_group(backend, size, outputs, records)
+        for backend, size, outputs, _effects, key, leaves, ids in groups:
+            _run_group(backend, size, outputs, key, leaves, ids)
     finally:
         _runtime.release_roots(roots)
 
 
-def _run_group(backend_code, size, outputs, records):
+def take_kernels(backend='llvm'):
+    """Drains the queues into Kernels without running them (their side effects are dropped):
+    for inspecting or rendering what eval() would launch."""
+    roots, groups = _runtime.take_groups()
+    try:
+        return [assemble(backend, outputs, _runtime.group_records(ids), size == 1)[0]
+                for _, size, outputs, _, _, _, ids in groups]
+    finally:
+        _runtime.release_roots(roots)
+
+
+def _run_group(backend_code, size, outputs, key, leaves, ids):
     be = _backend(backend_code)
     t0 = time.perf_counter()
-    launch = assemble(be.name, size, outputs, records)
-    addr, info = be.compile(launch.kernel)
-    # Assembly counts as code generation, as rendering does.
-    info['codegen_time'] = time.perf_counter() - t0 - info['backend_time']
-    if flag(JitFlag.PrintIR):
-        print(info['ir'])
-    values = list(launch.param_values)
+    entry = be.lookup(key)
+    if entry is None:
+        kernel, layout = assemble(be.name, outputs, _runtime.group_records(ids), size == 1)
+        entry = be.compile(kernel, layout, key)
+        if flag(JitFlag.PrintIR):
+            print(entry.ir)
+        hit, backend_time = entry.cache_hit, entry.backend_time
+    else:
+        hit, backend_time = 'memory', 0.0
+        if flag(JitFlag.PrintIR):
+            print(entry.ir)
     buffers = []
     try:
-        for slot, nid, tname in launch.outputs:
-            values[slot] = _runtime.alloc(TYPE_NAMES.index(tname), size)
-            buffers.append((nid, values[slot], tname))
-        prints = launch.kernel.uses('print')
-        if prints:
+        for _, tname in entry.layout.outputs:
+            buffers.append(_runtime.alloc(TYPE_NAMES.index(tname), size))
+        values = entry.layout.param_values(leaves, buffers)
+        # Assembly and rendering count as code generation.
+        codegen_time = time.perf_counter() - t0 - backend_time
+        if entry.prints:
             sys.stdout.flush()
         t1 = time.perf_counter()
-        be.launch(addr, size, values, serial=prints)
+        be.launch(entry.address, size, values, serial=entry.prints)
         exec_time = time.perf_counter() - t1
-        if prints:
+        if entry.prints:
             _runtime.flush_c_stdout()
     except BaseException:
-        for _, ptr, tname in buffers:
+        for ptr, (_, tname) in zip(buffers, entry.layout.outputs):
             _runtime.free_buffer(ptr, TYPE_NAMES.index(tname), size)
         raise
-    for nid, ptr, _ in buffers:
+    for nid, ptr in zip(outputs, buffers):
         _runtime.become_evaluated(nid, ptr)
-    record = dict(backend=be.name, hash=info['hash'], ir_ops=launch.kernel.ir_ops,
-                  size=size, cache_hit=info['cache_hit'], codegen_time=info['codegen_time'],
-                  backend_time=info['backend_time'], execution_time=exec_time,
-                  outputs=len(outputs))
     if flag(JitFlag.KernelHistory):
-        _history.append(record)
+        _history.append(dict(backend=be.name, hash=entry.hash, ir_ops=entry.ir_ops, size=size,
+                             cache_hit=hit, codegen_time=codegen_time,
+                             backend_time=backend_time, execution_time=exec_time,
+                             outputs=len(outputs)))
     if config.DEBUG:
         log.debug('pbc: launched %s kernel %s: %d lanes, %d ops, cache %s, codegen %.3f ms, '
-                  'backend %.3f ms, run %.3f ms', be.name, info['hash'][:12], size,
-                  launch.kernel.ir_ops, info['cache_hit'], info['codegen_time'] * 1e3,
-                  info['backend_time'] * 1e3, exec_time * 1e3)
+                  'backend %.3f ms, run %.3f ms', be.name, entry.hash[:12], size, entry.ir_ops,
+                  hit, codegen_time * 1e3, backend_time * 1e3, exec_time * 1e3)
 
 
 def schedule(*args):

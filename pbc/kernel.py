@@ -45,48 +45,54 @@ class Kernel:
 
 
 @dataclass
-class Launch:
-    """A Kernel plus what one launch of it needs."""
-    kernel: Kernel
-    size: int
-    param_values: list        # addresses and sizes, one per slot (outputs filled at launch)
-    outputs: list             # (slot, variable id, type) of the buffers to allocate
+class Layout:
+    """Where each parameter slot's value comes from at launch: `sources[slot]` is
+    (node position, 0 = address | 1 = size) for memory the kernel reads, or (-1, k) for
+    the buffer of output k. Together with a group's leaves it gives the launch arguments."""
+    sources: list
+    outputs: list             # (slot, type name) per output, in the group's output order
+
+    def param_values(self, leaves, out_buffers):
+        memory = {pos: (addr, size) for pos, addr, size in leaves}
+        return [out_buffers[field] if pos < 0 else memory[pos][field]
+                for pos, field in self.sources]
 
 
-def assemble(backend, size, outputs, records):
-    """Builds a Kernel from node records (see _runtime.take_groups) in topological order."""
+def assemble(backend, outputs, records, scalar):
+    """Builds a Kernel (and its parameter Layout) from node records in topological order
+    (see _runtime.group_records). `scalar`: the kernel runs one lane (width-1 group)."""
     k = Kernel(backend)
-    values = []
+    sources = []
 
-    def add_param(kind, type_, value):
+    def add_param(kind, type_, source):
         k.params.append(Param(kind, type_))
-        values.append(value)
+        sources.append(source)
         return len(k.params) - 1
 
     pos_of = {}
-    for nid, op_code, vt, vsize, deps, lit, extra, addr, dsize in records:
+    for pos, (nid, op_code, vt, vsize, deps, lit, extra, addr, dsize) in enumerate(records):
         op = TRACE_OPS[op_code]
         tname = TYPE_NAMES[vt]
-        pos_of[nid] = len(k.instrs)
+        pos_of[nid] = pos
         if op == 'data':
-            if vsize == size and size != 1:
-                k.instrs.append(Instr('load', tname, slot=add_param('in', tname, addr)))
+            if scalar or vsize == 1:
+                k.instrs.append(Instr('load1', tname, slot=add_param('in1', tname, (pos, 0))))
             else:
-                k.instrs.append(Instr('load1', tname, slot=add_param('in1', tname, addr)))
+                k.instrs.append(Instr('load', tname, slot=add_param('in', tname, (pos, 0))))
         elif op == 'ptr':
-            slot = add_param('ptr', tname, addr)
-            add_param('size', 'uint64', dsize)
+            slot = add_param('ptr', tname, (pos, 0))
+            add_param('size', 'uint64', (pos, 1))
             k.instrs.append(Instr('ptr', 'ptr', slot=slot))
         elif op == 'print':
             k.instrs.append(Instr(op, tname, tuple(deps), text=_runtime.format_string(nid)))
         else:
             assert len(deps) == ARITY[op], (op, deps)
             k.instrs.append(Instr(op, tname, tuple(deps), lit, extra))
-    outs = []
-    for nid in outputs:
+    out_slots = []
+    for n, nid in enumerate(outputs):
         reg = pos_of[nid]
         tname = k.instrs[reg].type
-        slot = add_param('out', tname, 0)
+        slot = add_param('out', tname, (-1, n))
         k.instrs.append(Instr('store', 'void', (reg,), slot=slot))
-        outs.append((slot, nid, tname))
-    return Launch(k, size, values, outs)
+        out_slots.append((slot, tname))
+    return k, Layout(sources, out_slots)

@@ -4,6 +4,7 @@ cache in memory and on disk, and launch on all cores through the runtime's tramp
 import hashlib
 import threading
 import time
+from typing import NamedTuple
 
 import llvmlite
 import llvmlite.binding as llvm
@@ -11,6 +12,18 @@ import llvmlite.binding as llvm
 from .. import _runtime, config
 from .disk_cache import DiskCache
 from .llvm_render import render
+
+
+class CompiledKernel(NamedTuple):
+    address: int           # of `void kernel(i64 start, i64 end, ptr params)`
+    layout: object         # pbc.kernel.Layout: how to fill the parameter slots
+    hash: str              # cache key of the IR text
+    ir_ops: int
+    prints: bool           # contains pbc.print: launch serially, flush stdio
+    ir: str
+    cache_hit: str         # how the first request for it was served
+    backend_time: float    # LLVM compile (or cache load) time
+    render_time: float
 
 
 class CompileError(RuntimeError):
@@ -40,52 +53,45 @@ class LLVMBackend:
         self.machine_id = '|'.join([self.cpu, self.features, llvmlite.__version__,
                                     '.'.join(map(str, llvm.llvm_version_info)),
                                     str(config.CACHE_VERSION), str(self.width)])
-        self.memory = {}         # key -> (resource tracker, function address)
-        self.rendered = {}       # kernel content -> (IR text, key)
+        self.memory = {}         # IR key -> (resource tracker, function address)
+        self.groups = {}         # trace group key -> CompiledKernel
         self.disk = DiskCache(config.CACHE_DIR)
         self.counter = 0
         self.lock = threading.Lock()
 
     def flush_memory_cache(self):
         self.memory.clear()
-        self.rendered.clear()
+        self.groups.clear()
 
-    def render(self, kernel):
-        """(IR text, cache key). Rendering is a pure function of the kernel's content, so
-        that content indexes a small memo in front of the text."""
-        content = (tuple(kernel.instrs), tuple(kernel.params))
-        hit = self.rendered.get(content)
-        if hit is None:
-            text = render(kernel, self.width)
-            key = hashlib.sha256((self.machine_id + '\n' + text).encode()).hexdigest()[:32]
-            hit = self.rendered[content] = (text, key)
-        return hit
+    def lookup(self, group_key):
+        """The compiled kernel of a trace group seen before (see _runtime.group_summary)."""
+        return self.groups.get(group_key)
 
-    def compile(self, kernel):
-        """Returns (function address, info) where info has hash, cache_hit, IR text and the
-        codegen (rendering) and backend (LLVM) times in seconds."""
+    def compile(self, kernel, layout, group_key):
+        """Renders and compiles `kernel` (through the memory and disk caches, keyed on the
+        IR text) and remembers it under the trace group's key."""
         t0 = time.perf_counter()
-        text, key = self.render(kernel)
+        text = render(kernel, self.width)
+        key = hashlib.sha256((self.machine_id + '\n' + text).encode()).hexdigest()[:32]
         t1 = time.perf_counter()
-        info = dict(hash=key, ir=text, codegen_time=t1 - t0)
-        entry = self.memory.get(key)
-        if entry is not None:
-            info.update(cache_hit='memory', backend_time=0.0)
-            return entry[1], info
-        obj = self.disk.load(key)
-        hit = 'disk'
-        if obj is None:
-            obj = self._compile_object(text)
-            self.disk.store(key, obj)
-            hit = 'none'
-        with self.lock:
-            self.counter += 1
-            tracker = (llvm.JITLibraryBuilder().add_object_img(obj).add_current_process()
-                       .export_symbol('kernel').link(self.jit, f'pbc_kernel_{self.counter}'))
-        addr = tracker['kernel']
-        self.memory[key] = (tracker, addr)
-        info.update(cache_hit=hit, backend_time=time.perf_counter() - t1)
-        return addr, info
+        hit = 'memory'
+        loaded = self.memory.get(key)
+        if loaded is None:
+            obj = self.disk.load(key)
+            hit = 'disk'
+            if obj is None:
+                obj = self._compile_object(text)
+                self.disk.store(key, obj)
+                hit = 'none'
+            with self.lock:
+                self.counter += 1
+                tracker = (llvm.JITLibraryBuilder().add_object_img(obj).add_current_process()
+                           .export_symbol('kernel').link(self.jit, f'pbc_kernel_{self.counter}'))
+            loaded = self.memory[key] = (tracker, tracker['kernel'])
+        entry = CompiledKernel(loaded[1], layout, key, kernel.ir_ops, kernel.uses('print'),
+                               text, hit, time.perf_counter() - t1, t1 - t0)
+        self.groups[group_key] = entry
+        return entry
 
     def _compile_object(self, text):
         try:
