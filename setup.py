@@ -8,7 +8,7 @@ from setuptools import Extension, setup
 
 # -ffp-contract=off keeps constant folding bit-exact with the kernels (no silent FMA);
 # -fwrapv makes signed integer wrap-around defined, as it is in the generated code.
-flags = ['-O3', '-ffp-contract=off', '-fwrapv', '-fopenmp', '-fno-math-errno']
+flags = ['-O3', '-ffp-contract=off', '-fwrapv', '-pthread', '-fno-math-errno']
 if os.environ.get('PBC_NATIVE', '1') == '1':
     flags.append('-march=native')
 
@@ -17,7 +17,8 @@ runtime = Extension(
     sources=['pbc/_runtime.pyx'],
     include_dirs=[numpy.get_include()],
     extra_compile_args=flags,
-    extra_link_args=['-fopenmp'],
+    extra_link_args=['-pthread'],
+    depends=['pbc/_pool.h'] + [f'pbc/{f}' for f in os.listdir('pbc') if f.endswith('.pxi')],
     language='c++',
 )
 

@@ -125,25 +125,63 @@ cdef inline Var* V(uint32_t i) noexcept nogil:
     return &vars[i]
 
 # ---- memory ------------------------------------------------------------------------------
+cdef extern from "sys/mman.h" nogil:
+    int madvise(void* addr, size_t length, int advice)
+    int MADV_HUGEPAGE
+
 cdef inline size_t padded_bytes(uint8_t vt, size_t n) noexcept nogil:
     # Kernels load and store whole vectors of up to 16 lanes, so buffers are padded.
     return ((n + 15) & ~<size_t>15) * TYPE_SIZE[vt] + 64
 
+# Freed buffers are kept for reuse (by exact size), as fresh memory from the OS costs a page
+# fault per 4 KiB on first touch: more than streaming the data through a kernel. Buffers
+# above CACHE_MAX_BUFFER, and anything beyond CACHE_MAX_TOTAL, go straight back to the OS.
+cdef enum:
+    HUGE = 2 << 20                       # buffers from 2 MiB up use transparent huge pages
+    CACHE_MAX_BUFFER = 256 << 20
+cdef size_t CACHE_MAX_TOTAL = <size_t> 1 << 30
+cdef unordered_map[size_t, vector[void*]] free_buffers
+cdef size_t cached_bytes = 0
+
 cdef void* mem_alloc(uint8_t vt, size_t n) except NULL:
-    global mem_bytes, mem_peak
+    global mem_bytes, mem_peak, cached_bytes
     cdef void* p = NULL
     cdef size_t nb = padded_bytes(vt, n)
-    if posix_memalign(&p, 64, nb) != 0 or p == NULL:
-        raise MemoryError(f'pbc: cannot allocate {nb} bytes')
+    it = free_buffers.find(nb)
+    if it != free_buffers.end() and not deref(it).second.empty():
+        p = deref(it).second.back()
+        deref(it).second.pop_back()
+        cached_bytes -= nb
+    else:
+        if posix_memalign(&p, HUGE if nb >= HUGE else 64, nb) != 0 or p == NULL:
+            flush_malloc_cache()
+            if posix_memalign(&p, HUGE if nb >= HUGE else 64, nb) != 0 or p == NULL:
+                raise MemoryError(f'pbc: cannot allocate {nb} bytes')
+        if nb >= HUGE:
+            madvise(p, nb, MADV_HUGEPAGE)
     mem_bytes += nb
     if mem_bytes > mem_peak:
         mem_peak = mem_bytes
     return p
 
 cdef void mem_free(void* p, uint8_t vt, size_t n) noexcept:
-    global mem_bytes
-    mem_bytes -= padded_bytes(vt, n)
-    free(p)
+    global mem_bytes, cached_bytes
+    cdef size_t nb = padded_bytes(vt, n)
+    mem_bytes -= nb
+    if nb <= CACHE_MAX_BUFFER and cached_bytes + nb <= CACHE_MAX_TOTAL:
+        free_buffers[nb].push_back(p)
+        cached_bytes += nb
+    else:
+        free(p)
+
+def flush_malloc_cache():
+    """Returns the buffers kept for reuse to the operating system."""
+    global cached_bytes
+    for entry in free_buffers:
+        for p in entry.second:
+            free(p)
+    free_buffers.clear()
+    cached_bytes = 0
 
 # ---- value numbering ---------------------------------------------------------------------
 cdef inline uint64_t mix(uint64_t h, uint64_t v) noexcept nogil:
@@ -364,8 +402,8 @@ def live_variables():
     return [i for i in range(1, vars_cap) if not (vars[i].flags & F_FREE)]
 
 def memory_usage():
-    """(bytes currently allocated, peak bytes, live variable count)."""
-    return mem_bytes, mem_peak, live_count
+    """(bytes in use, peak bytes in use, live variable count, bytes cached for reuse)."""
+    return mem_bytes, mem_peak, live_count, cached_bytes
 
 def var_inc_ref(uint32_t i):
     inc_ext(i)

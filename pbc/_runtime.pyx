@@ -9,7 +9,9 @@ This module imports nothing from pbc. It is split into include files by concern:
   _rt_ops.pxi     typed op construction: promotion, size checks, gather/scatter
   _rt_array.pxi   ArrayBase, the Cython operator path of every JIT array class
   _rt_memory.pxi  gathers and scatters, copy-on-write, Debug-mode bounds checks
-  _rt_launch.pxi  kernel trampoline on an OpenMP pool, reductions, scans, compress
+  _rt_launch.pxi  eval support: groups, their keys, outputs, the kernel trampoline
+  _rt_horizontal.pxi  reductions, prefix sums and compress on the same thread pool
+  _pool.h         the thread pool (C)
 """
 
 from libc.stdint cimport (int32_t, uint8_t, uint16_t, uint32_t, int64_t, uint64_t,
@@ -21,3 +23,4 @@ include "_rt_ops.pxi"
 include "_rt_array.pxi"
 include "_rt_memory.pxi"
 include "_rt_launch.pxi"
+include "_rt_horizontal.pxi"

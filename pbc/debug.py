@@ -15,8 +15,9 @@ def _literal_text(tname, bits):
 
 def whos(print_table=True):
     """Prints the variables that Python holds (id, type, size, refs, state, bytes) and returns
-    {'variables': live variable count, 'memory': bytes allocated, 'peak_memory': bytes}."""
-    mem, peak, count = _runtime.memory_usage()
+    {'variables': live variable count, 'memory': bytes in use, 'peak_memory': bytes,
+    'cached_memory': freed bytes kept for reuse (see pbc.flush_malloc_cache)}."""
+    mem, peak, count, cached = _runtime.memory_usage()
     if print_table:
         rows = ['  ID        Type       Size       Refs  State']
         for i in _runtime.live_variables():
@@ -25,10 +26,10 @@ def whos(print_table=True):
                 state = 'evaluated' if op == 'data' else (
                     'literal ' + _literal_text(tname, lit) if op == 'literal' else op)
                 rows.append(f'  {i:<9} {tname:<10} {size:<10} {ref_ext:<5} {state}')
-        rows.append(f'  -- {count} variables, {mem / 2**20:.2f} MiB allocated, '
-                    f'{peak / 2**20:.2f} MiB peak --')
+        rows.append(f'  -- {count} variables, {mem / 2**20:.2f} MiB in use, '
+                    f'{peak / 2**20:.2f} MiB peak, {cached / 2**20:.2f} MiB cached --')
         print('\n'.join(rows))
-    return {'variables': count, 'memory': mem, 'peak_memory': peak}
+    return {'variables': count, 'memory': mem, 'peak_memory': peak, 'cached_memory': cached}
 
 
 def graphviz(*arrays):

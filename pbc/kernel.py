@@ -70,7 +70,7 @@ def assemble(backend, outputs, records, scalar):
         return len(k.params) - 1
 
     pos_of = {}
-    for pos, (nid, op_code, vt, vsize, deps, lit, extra, addr, dsize) in enumerate(records):
+    for pos, (nid, op_code, vt, vsize, deps, lit, extra) in enumerate(records):
         op = TRACE_OPS[op_code]
         tname = TYPE_NAMES[vt]
         pos_of[nid] = pos

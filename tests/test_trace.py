@@ -121,13 +121,34 @@ def test_temporaries_are_released():
     assert pbc.whos(print_table=False)['variables'] == start
 
 
+def _resident_bytes():
+    with open('/proc/self/statm') as f:
+        return int(f.read().split()[1]) * 4096
+
+
 def test_large_array_memory_is_returned():
     before = pbc.whos(print_table=False)['memory']
+    rss = _resident_bytes()
     x = pbc.arange(Float, 100_000_000) * 2
     pbc.eval(x)
     assert pbc.whos(print_table=False)['memory'] >= before + 4 * 10**8
+    assert _resident_bytes() >= rss + 3 * 10**8
     del x
     assert pbc.whos(print_table=False)['memory'] == before
+    assert _resident_bytes() < rss + 10**8          # given back to the OS, not cached
+
+
+def test_freed_buffers_are_reused():
+    x = pbc.arange(Float, 1_000_000) + 1
+    pbc.eval(x)
+    address = pbc._runtime.data_address(x)
+    del x
+    assert pbc.whos(print_table=False)['cached_memory'] >= 4 * 10**6
+    y = pbc.arange(Float, 1_000_000) + 2
+    pbc.eval(y)
+    assert pbc._runtime.data_address(y) == address
+    pbc.flush_malloc_cache()
+    assert pbc.whos(print_table=False)['cached_memory'] == 0
 
 
 def test_deep_trace_does_not_recurse():

@@ -1,0 +1,122 @@
+/* The kernel trampoline's thread pool.
+ *
+ * A job is `fn(start, end, params)` over [0, n) cut into fixed blocks. The calling thread
+ * works on the job too and returns as soon as every block is done: a worker that is slow to
+ * wake up (a busy machine) never holds up the launch, it just finds no blocks left. Idle
+ * workers sleep on a condition variable instead of spinning, so they do not compete with
+ * the Python thread that keeps tracing.
+ *
+ * A worker joins a job only while it is unfinished, and a new job waits until every worker
+ * that joined the previous one has left it, so no worker can mix the block counter of one
+ * job with the function and parameters of another.
+ */
+#pragma once
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+typedef void (*pbc_fn)(int64_t start, int64_t end, void *params);
+
+static struct {
+    pthread_mutex_t mu;
+    pthread_cond_t wake, finished;
+    int workers;               /* threads started so far */
+    int allowed;               /* how many of them may join jobs (thread_count - 1) */
+    uint64_t generation;       /* bumped for every job */
+    int active;                /* workers inside the current job */
+    pbc_fn fn;
+    void *params;
+    int64_t n, block, nblocks;
+    int64_t next, done;        /* accessed atomically */
+} pbc_pool = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, PTHREAD_COND_INITIALIZER};
+
+static void pbc_pool_work(pbc_fn fn, void *params, int64_t n, int64_t block, int64_t nblocks) {
+    for (;;) {
+        int64_t b = __atomic_fetch_add(&pbc_pool.next, 1, __ATOMIC_SEQ_CST);
+        if (b >= nblocks)
+            return;
+        int64_t start = b * block, end = start + block < n ? start + block : n;
+        fn(start, end, params);
+        if (__atomic_fetch_add(&pbc_pool.done, 1, __ATOMIC_SEQ_CST) + 1 == nblocks) {
+            pthread_mutex_lock(&pbc_pool.mu);
+            pthread_cond_broadcast(&pbc_pool.finished);
+            pthread_mutex_unlock(&pbc_pool.mu);
+        }
+    }
+}
+
+static void *pbc_pool_worker(void *arg) {
+    int id = (int) (intptr_t) arg;
+    uint64_t seen = 0;
+    pthread_mutex_lock(&pbc_pool.mu);
+    for (;;) {
+        while (pbc_pool.generation == seen || id >= pbc_pool.allowed ||
+               __atomic_load_n(&pbc_pool.done, __ATOMIC_SEQ_CST) >= pbc_pool.nblocks)
+        {
+            if (pbc_pool.generation != seen && id >= pbc_pool.allowed)
+                seen = pbc_pool.generation;     /* not for us: wait for the next job */
+            if (pbc_pool.generation != seen && __atomic_load_n(&pbc_pool.done, __ATOMIC_SEQ_CST) >= pbc_pool.nblocks)
+                seen = pbc_pool.generation;     /* woke up too late: already finished */
+            pthread_cond_wait(&pbc_pool.wake, &pbc_pool.mu);
+        }
+        seen = pbc_pool.generation;
+        pbc_fn fn = pbc_pool.fn;
+        void *params = pbc_pool.params;
+        int64_t n = pbc_pool.n, block = pbc_pool.block, nblocks = pbc_pool.nblocks;
+        pbc_pool.active++;
+        pthread_mutex_unlock(&pbc_pool.mu);
+        pbc_pool_work(fn, params, n, block, nblocks);
+        pthread_mutex_lock(&pbc_pool.mu);
+        if (--pbc_pool.active == 0)
+            pthread_cond_broadcast(&pbc_pool.finished);
+    }
+    return NULL;
+}
+
+/* Runs fn over [0, n) in blocks of `block` lanes on up to `threads` threads (the caller is
+ * one of them). Returns 0, or -1 if a worker thread could not be started (the job then
+ * still completes on the threads that exist). */
+static int pbc_pool_run(pbc_fn fn, void *params, int64_t n, int64_t block, int threads) {
+    int64_t nblocks = (n + block - 1) / block;
+    int rc = 0;
+    if (nblocks <= 1 || threads <= 1) {
+        fn(0, n, params);
+        return 0;
+    }
+    pthread_mutex_lock(&pbc_pool.mu);
+    while (pbc_pool.workers < threads - 1) {
+        pthread_t t;
+        pthread_attr_t attr;
+        pthread_attr_init(&attr);
+        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        if (pthread_create(&t, &attr, pbc_pool_worker,
+                           (void *) (intptr_t) pbc_pool.workers) != 0) {
+            rc = -1;
+            pthread_attr_destroy(&attr);
+            break;
+        }
+        pthread_attr_destroy(&attr);
+        pbc_pool.workers++;
+    }
+    while (pbc_pool.active > 0)       /* stragglers of the previous job */
+        pthread_cond_wait(&pbc_pool.finished, &pbc_pool.mu);
+    pbc_pool.allowed = threads - 1;
+    pbc_pool.fn = fn;
+    pbc_pool.params = params;
+    pbc_pool.n = n;
+    pbc_pool.block = block;
+    pbc_pool.nblocks = nblocks;
+    __atomic_store_n(&pbc_pool.next, 0, __ATOMIC_SEQ_CST);
+    __atomic_store_n(&pbc_pool.done, 0, __ATOMIC_SEQ_CST);
+    pbc_pool.generation++;
+    pthread_cond_broadcast(&pbc_pool.wake);
+    pthread_mutex_unlock(&pbc_pool.mu);
+
+    pbc_pool_work(fn, params, n, block, nblocks);
+
+    pthread_mutex_lock(&pbc_pool.mu);
+    while (__atomic_load_n(&pbc_pool.done, __ATOMIC_SEQ_CST) < nblocks)
+        pthread_cond_wait(&pbc_pool.finished, &pbc_pool.mu);
+    pthread_mutex_unlock(&pbc_pool.mu);
+    return rc;
+}

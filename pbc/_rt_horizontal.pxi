@@ -1,0 +1,260 @@
+# Horizontal primitives on evaluated memory: reductions, prefix sums and compress. Each is
+# a few passes over fixed-size blocks run on the kernel pool, so results do not depend on
+# the number of threads.
+
+cdef extern from "stdio.h" nogil:
+    int fflush(void*)
+
+def flush_c_stdout():
+    """Device prints go through C's stdio; flush it so output appears in order."""
+    fflush(NULL)
+
+ctypedef fused num_t:
+    uint8_t
+    int32_t
+    uint32_t
+    int64_t
+    uint64_t
+    float
+    double
+
+cdef enum Red:
+    R_SUM, R_PROD, R_MIN, R_MAX, R_AND, R_OR
+
+cdef enum:
+    RED_BLOCK = 16384   # elements per block
+
+RED_NAMES = ('sum', 'prod', 'min', 'max', 'and', 'or')
+
+ctypedef struct HJob:          # what a block callback needs
+    int op
+    uint8_t vt
+    bint inclusive, reverse
+    int64_t n
+    void* src
+    void* dst
+    void* part                 # one value per block
+    int64_t* count             # compress: true lanes per block, then their offsets
+
+cdef inline num_t combine(int op, num_t a, num_t b) noexcept nogil:
+    if op == R_SUM:
+        return a + b
+    if op == R_PROD:
+        return a * b
+    if num_t is float or num_t is double:
+        # NaN-ignoring like the kernels' minnum/maxnum
+        if a != a:
+            return b
+        if b != b:
+            return a
+    if op == R_MIN:
+        return a if a < b else b
+    if op == R_MAX:
+        return a if a > b else b
+    if num_t is float or num_t is double:
+        return a
+    else:
+        if op == R_AND:
+            return a & b
+        return a | b
+
+cdef num_t reduce_block(int op, num_t* p, int64_t n) noexcept nogil:
+    """Reduces n >= 1 values with 16 independent accumulators (the compiler vectorizes them
+    without reassociating anything)."""
+    cdef num_t acc[16]
+    cdef int64_t i, j, full = n - n % 16
+    if n < 16:
+        acc[0] = p[0]
+        for i in range(1, n):
+            acc[0] = combine(op, acc[0], p[i])
+        return acc[0]
+    for j in range(16):
+        acc[j] = p[j]
+    for i in range(16, full, 16):
+        for j in range(16):
+            acc[j] = combine(op, acc[j], p[i + j])
+    for i in range(full, n):
+        acc[i - full] = combine(op, acc[i - full], p[i])
+    j = 8
+    while j >= 1:
+        for i in range(j):
+            acc[i] = combine(op, acc[i], acc[i + j])
+        j //= 2
+    return acc[0]
+
+cdef void reduce_typed(HJob* job, int64_t start, int64_t end, num_t* src) noexcept nogil:
+    cdef int64_t b = start // RED_BLOCK
+    (<num_t*> job.part)[b] = reduce_block(job.op, (src + job.n - end) if job.reverse
+                                          else (src + start), end - start)
+
+cdef void reduce_cb(int64_t start, int64_t end, void* params) noexcept nogil:
+    """Pool callback: one block's reduction into job.part."""
+    cdef HJob* job = <HJob*> params
+    if job.vt == T_BOOL: reduce_typed(job, start, end, <uint8_t*> job.src)
+    elif job.vt == T_INT32: reduce_typed(job, start, end, <int32_t*> job.src)
+    elif job.vt == T_UINT32: reduce_typed(job, start, end, <uint32_t*> job.src)
+    elif job.vt == T_INT64: reduce_typed(job, start, end, <int64_t*> job.src)
+    elif job.vt == T_UINT64: reduce_typed(job, start, end, <uint64_t*> job.src)
+    elif job.vt == T_FLOAT32: reduce_typed(job, start, end, <float*> job.src)
+    else: reduce_typed(job, start, end, <double*> job.src)
+
+cdef num_t combine_blocks(int op, num_t* part, int64_t nb) noexcept nogil:
+    """Pairwise combination of the block results."""
+    cdef int64_t w = 1, b
+    while w < nb:
+        b = 0
+        while b + w < nb:
+            part[b] = combine(op, part[b], part[b + w])
+            b += 2 * w
+        w *= 2
+    return part[0]
+
+cdef uint64_t reduce_memory(int op, uint8_t vt, void* p, int64_t n) except *:
+    cdef int64_t nb = (n + RED_BLOCK - 1) // RED_BLOCK
+    cdef HJob job
+    job.op = op; job.vt = vt; job.n = n; job.src = p; job.reverse = False
+    job.part = malloc(nb * 8)
+    if job.part == NULL:
+        raise MemoryError()
+    run_parallel(reduce_cb, &job, n, RED_BLOCK)
+    cdef uint64_t r
+    if vt == T_BOOL: r = combine_blocks(op, <uint8_t*> job.part, nb)
+    elif vt == T_INT32: r = canon(vt, <uint64_t> combine_blocks(op, <int32_t*> job.part, nb))
+    elif vt == T_UINT32: r = combine_blocks(op, <uint32_t*> job.part, nb)
+    elif vt == T_INT64: r = <uint64_t> combine_blocks(op, <int64_t*> job.part, nb)
+    elif vt == T_UINT64: r = combine_blocks(op, <uint64_t*> job.part, nb)
+    elif vt == T_FLOAT32: r = from_f32(combine_blocks(op, <float*> job.part, nb))
+    else: r = from_f64(combine_blocks(op, <double*> job.part, nb))
+    free(job.part)
+    return r
+
+cdef uint32_t evaluated_copy_of(ArrayBase a) except 0:
+    """A new reference to a's variable as memory (literals are materialized)."""
+    eval_var(a._index)
+    if vars[a._index].op == OP_LITERAL:
+        return materialize(a._index)
+    inc_ext(a._index)
+    return a._index
+
+def reduce(ArrayBase a, str name):
+    """Horizontal reduction of all lanes into an evaluated width-1 array of the same type."""
+    cdef int op = RED_NAMES.index(name)
+    cdef uint8_t vt = a._vt
+    if (op == R_AND or op == R_OR) and is_float(vt):
+        raise TypeError(f'pbc: {name} reduction is not defined for float arrays')
+    if vt == T_BOOL and op < R_MIN:
+        raise TypeError(f'pbc: {name} of a Bool array: use pbc.count()')
+    cdef uint64_t bits
+    cdef uint32_t i
+    if len(a) == 0:
+        if op == R_MIN or op == R_MAX:
+            raise ValueError(f'pbc.{name}: empty array')
+        bits = scalar_bits({R_SUM: 0, R_PROD: 1, R_AND: -1, R_OR: 0}[op], vt)
+    else:
+        i = evaluated_copy_of(a)
+        try:
+            bits = reduce_memory(op, vt, vars[i].data, vars[i].size)
+        finally:
+            dec_ext(i)
+    cdef void* out = mem_alloc(vt, 1)
+    fill(out, vt, 1, bits)
+    return wrap(a._backend, vt, var_data(vt, 1, out, a._backend))
+
+cdef void scan_typed(HJob* job, int64_t start, int64_t end, num_t* src) noexcept nogil:
+    cdef num_t* dst = <num_t*> job.dst
+    cdef num_t acc = (<num_t*> job.part)[start // RED_BLOCK], x
+    cdef int64_t i, j, n = job.n
+    for i in range(start, end):
+        j = (n - 1 - i) if job.reverse else i
+        x = src[j]
+        if job.inclusive:
+            acc = acc + x
+            dst[j] = acc
+        else:
+            dst[j] = acc
+            acc = acc + x
+
+cdef void scan_cb(int64_t start, int64_t end, void* params) noexcept nogil:
+    """Pool callback: one block's scan, starting from the block's offset in job.part."""
+    cdef HJob* job = <HJob*> params
+    if job.vt == T_INT32: scan_typed(job, start, end, <int32_t*> job.src)
+    elif job.vt == T_UINT32: scan_typed(job, start, end, <uint32_t*> job.src)
+    elif job.vt == T_INT64: scan_typed(job, start, end, <int64_t*> job.src)
+    elif job.vt == T_UINT64: scan_typed(job, start, end, <uint64_t*> job.src)
+    elif job.vt == T_FLOAT32: scan_typed(job, start, end, <float*> job.src)
+    else: scan_typed(job, start, end, <double*> job.src)
+
+cdef void block_offsets(num_t* part, int64_t nb) noexcept nogil:
+    """Block sums -> exclusive prefix sums of the block sums."""
+    cdef num_t acc = 0, x
+    cdef int64_t b
+    for b in range(nb):
+        x = part[b]
+        part[b] = acc
+        acc = acc + x
+
+def prefix_sum(ArrayBase a, bint inclusive, bint reverse):
+    """Exclusive (or inclusive) prefix sum, optionally from the end, as a new array."""
+    cdef uint8_t vt = a._vt
+    if vt == T_BOOL:
+        raise TypeError('pbc.prefix_sum: not defined for Bool arrays')
+    cdef uint32_t i = evaluated_copy_of(a)
+    cdef int64_t n = vars[i].size, nb = (n + RED_BLOCK - 1) // RED_BLOCK
+    cdef HJob job
+    job.op = R_SUM; job.vt = vt; job.n = n; job.src = vars[i].data
+    job.inclusive = inclusive; job.reverse = reverse
+    job.part = malloc((nb + 1) * 8)
+    try:
+        job.dst = mem_alloc(vt, n)
+        run_parallel(reduce_cb, &job, n, RED_BLOCK)
+        if vt == T_INT32: block_offsets(<int32_t*> job.part, nb)
+        elif vt == T_UINT32: block_offsets(<uint32_t*> job.part, nb)
+        elif vt == T_INT64: block_offsets(<int64_t*> job.part, nb)
+        elif vt == T_UINT64: block_offsets(<uint64_t*> job.part, nb)
+        elif vt == T_FLOAT32: block_offsets(<float*> job.part, nb)
+        else: block_offsets(<double*> job.part, nb)
+        run_parallel(scan_cb, &job, n, RED_BLOCK)
+    finally:
+        free(job.part)
+        dec_ext(i)
+    return wrap(a._backend, vt, var_data(vt, n, job.dst, a._backend))
+
+cdef void count_cb(int64_t start, int64_t end, void* params) noexcept nogil:
+    cdef HJob* job = <HJob*> params
+    cdef uint8_t* m = <uint8_t*> job.src
+    cdef int64_t k, c = 0
+    for k in range(start, end):
+        c += m[k]
+    job.count[start // RED_BLOCK] = c
+
+cdef void compress_cb(int64_t start, int64_t end, void* params) noexcept nogil:
+    cdef HJob* job = <HJob*> params
+    cdef uint8_t* m = <uint8_t*> job.src
+    cdef uint32_t* out = <uint32_t*> job.dst
+    cdef int64_t k, c = job.count[start // RED_BLOCK]
+    for k in range(start, end):
+        if m[k]:
+            out[c] = <uint32_t> k
+            c += 1
+
+def compress(ArrayBase mask):
+    """UInt32 indices of the true lanes of a Bool array, in increasing order."""
+    if mask._vt != T_BOOL:
+        raise TypeError('pbc.compress: expects a Bool array')
+    cdef uint32_t i = evaluated_copy_of(mask)
+    cdef int64_t n = vars[i].size, nb = (n + RED_BLOCK - 1) // RED_BLOCK, b, c, total = 0
+    cdef HJob job
+    job.n = n; job.src = vars[i].data
+    job.count = <int64_t*> malloc((nb + 1) * sizeof(int64_t))
+    try:
+        run_parallel(count_cb, &job, n, RED_BLOCK)
+        for b in range(nb):
+            c = job.count[b]
+            job.count[b] = total
+            total += c
+        job.dst = mem_alloc(T_UINT32, total)
+        run_parallel(compress_cb, &job, n, RED_BLOCK)
+    finally:
+        free(job.count)
+        dec_ext(i)
+    return wrap(mask._backend, T_UINT32, var_data(T_UINT32, total, job.dst, mask._backend))
