@@ -47,11 +47,19 @@ cdef tuple node_record(uint32_t i):
     """(id, op, type, size, operand positions, literal, extra): what assembly needs of a node
     (memory addresses vary per launch and come from group_summary's leaves instead)."""
     cdef Var* v = &vars[i]
+    cdef uint32_t* d = v.dep
     deps = ()
     if v.op != OP_DATA and v.op != OP_LITERAL and v.op != OP_COUNTER and v.op != OP_PTR:
-        deps = tuple([vars[v.dep[k]].pos for k in range(4) if v.dep[k]])
+        if d[1] == 0:
+            deps = (vars[d[0]].pos,)
+        elif d[2] == 0:
+            deps = (vars[d[0]].pos, vars[d[1]].pos)
+        elif d[3] == 0:
+            deps = (vars[d[0]].pos, vars[d[1]].pos, vars[d[2]].pos)
+        else:
+            deps = (vars[d[0]].pos, vars[d[1]].pos, vars[d[2]].pos, vars[d[3]].pos)
         if v.flags & F_EXTRA:
-            deps += tuple([vars[d].pos for d in extra_deps[i]])
+            deps += tuple([vars[e].pos for e in extra_deps[i]])
     return (i, v.op, v.vtype, v.size, deps, v.literal, v.extra)
 
 cdef list topo_order(vector[uint32_t]& roots):

@@ -100,10 +100,11 @@ for _op, (_f, _s, _u) in {'eq': ('oeq', 'eq', 'eq'), 'ne': ('une', 'ne', 'ne'),
                       'b': f'{{r}} = icmp {_u} {{T}} {{a}}, {{b}}'}
 
 # Ops rendered by methods below rather than by a one-line template.
-SPECIAL = ('literal', 'counter', 'load', 'load1', 'ptr', 'store', 'cast', 'bitcast',
-           'gather', 'scatter', 'print')
+SPECIAL = frozenset(('literal', 'counter', 'load', 'load1', 'ptr', 'store', 'cast',
+                     'bitcast', 'gather', 'scatter', 'print'))
 assert set(TEMPLATES) | set(SPECIAL) == set(ARITY), 'LLVM renderer misses ops'
 
+_COMPARE = frozenset(COMPARISONS)
 ATOMIC = {('add', 'f'): 'fadd', ('add', 'i'): 'add', ('add', 'u'): 'add',
           ('min', 'f'): 'fmin', ('min', 'i'): 'min', ('min', 'u'): 'umin',
           ('max', 'f'): 'fmax', ('max', 'i'): 'max', ('max', 'u'): 'umax',
@@ -132,6 +133,8 @@ class _Renderer:
         self.W = width
         self.names = []          # register -> operand text
         self.decls = {}
+        self.typed = {}
+        self.specialized = {}
         self.globals = []
         self.entry = []
         self.body = []
@@ -148,30 +151,46 @@ class _Renderer:
         return 'zeroinitializer' if bits == 0 else self.splat(SCALAR[tname],
                                                               scalar_constant(tname, bits))
 
-    def emit(self, text, fields):
-        for line in text.format(**fields).split('\n'):
-            if line.startswith('declare'):
-                self.decls[line] = None
-            else:
-                self.body.append('  ' + line)
+    def specialize(self, op, kind_type):
+        """The template of `op` for one operand type, with everything type-dependent filled
+        in (once per kernel and type): what is left are the fields {r} {a} {b} {c}."""
+        key = (op, kind_type)
+        body = self.specialized.get(key)
+        if body is None:
+            kind = KIND[kind_type]
+            table = TEMPLATES[op]
+            tmpl = table.get(kind) or (table.get('i') if kind == 'u' else None)
+            if tmpl is None:
+                raise TypeError(f"LLVM backend: no '{op}' for {kind_type}")
+            text = tmpl.format(r='{r}', a='{a}', b='{b}', c='{c}', **self.type_fields(kind_type))
+            lines = []
+            for line in text.split('\n'):
+                if line.startswith('declare'):
+                    self.decls[line] = None
+                else:
+                    lines.append('  ' + line)
+            body = self.specialized[key] = '\n'.join(lines)
+        return body
 
     def entry_splat(self, name, s, scalar):
         self.entry.append(f'  {name}.0 = insertelement {self.vec(s)} poison, {s} {scalar}, i64 0')
         self.entry.append(f'  {name} = shufflevector {self.vec(s)} {name}.0, {self.vec(s)} '
                           f'poison, <{self.W} x i32> zeroinitializer')
 
-    def fields(self, ins, r, kind_type):
-        s = SCALAR[kind_type]
-        bits = BYTES.get(s, 1) * 8
-        f = dict(r=r, T=self.vec(s), V=f'v{self.W}{MANGLE[s]}', M=self.masks,
-                 one=self.const(kind_type, 1 if KIND[kind_type] != 'f' else
-                                (0x3F800000 if s == 'float' else 0x3FF0000000000000)),
-                 ones=self.splat(s, 'true' if s == 'i1' else '-1'),
-                 nbits=self.splat(s, str(bits)), nbits1=self.splat(s, str(bits - 1)),
-                 I=self.vec(f'i{bits}'), T2=self.vec(f'i{2 * bits}'),
-                 shift2=self.splat(f'i{2 * bits}', str(bits)))
-        for name, reg in zip('abc', ins.args):
-            f[name] = self.names[reg]
+    def type_fields(self, kind_type):
+        """Template fields that depend only on the operand type (computed once per type)."""
+        f = self.typed.get(kind_type)
+        if f is None:
+            s = SCALAR[kind_type]
+            bits = BYTES.get(s, 1) * 8
+            one = 1 if KIND[kind_type] != 'f' else (0x3F800000 if s == 'float'
+                                                   else 0x3FF0000000000000)
+            f = self.typed[kind_type] = dict(
+                T=self.vec(s), V=f'v{self.W}{MANGLE[s]}', M=self.masks,
+                one=self.const(kind_type, one), ones=self.splat(s, 'true' if s == 'i1' else '-1'),
+                nbits=self.splat(s, str(bits)), nbits1=self.splat(s, str(bits - 1)),
+                I=self.vec(f'i{bits}'), T2=self.vec(f'i{2 * bits}'),
+                shift2=self.splat(f'i{2 * bits}', str(bits)))
         return f
 
     def render(self):
@@ -197,13 +216,12 @@ class _Renderer:
             if ins.op in SPECIAL:
                 getattr(self, 'op_' + ins.op)(ins, r, reg)
                 continue
-            kt = k.instrs[ins.args[0]].type if ins.op in COMPARISONS else ins.type
-            kind = KIND[kt]
-            table = TEMPLATES[ins.op]
-            tmpl = table.get(kind) or (table.get('i') if kind == 'u' else None)
-            if tmpl is None:
-                raise TypeError(f"LLVM backend: no '{ins.op}' for {kt}")
-            self.emit(tmpl, self.fields(ins, r, kt))
+            kt = k.instrs[ins.args[0]].type if ins.op in _COMPARE else ins.type
+            names = self.names
+            args = ins.args
+            self.body.append(self.specialize(ins.op, kt).format(
+                r=r, a=names[args[0]], b=names[args[1]] if len(args) > 1 else '',
+                c=names[args[2]] if len(args) > 2 else ''))
         W = self.W
         return '\n'.join([
             *self.decls,
