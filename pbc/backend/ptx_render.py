@@ -1,0 +1,520 @@
+"""Kernel -> PTX text (sm_80): one thread per lane, a grid-stride loop over [0, size).
+
+A pure function of the Kernel, driven by the table TEMPLATES ({op: {operand kind:
+template}}), mirroring llvm_render.py op for op and bit for bit. Kinds: 'f' float, 'i'
+signed, 'u' unsigned (falls back to 'i'), 'b' Bool. A template is PTX lines without the
+trailing ';'. Lines that start with '.reg' declare temporaries and are hoisted to the top
+of the entry; PTX identifiers cannot contain '.', so temporaries are '{r}_name' and labels
+'{L}_name'. Registers are declared by size only (.b32/.b64, Bools .pred): bit-size
+registers are valid operands of the typed (.f32, .s64, ...) instructions, so bitcasts and
+same-size casts are free renames. Bools are one byte (0/1) in memory. No .ftz anywhere
+(subnormals are kept, as on the CPU) and explicit .rn on float add/sub/mul, which keeps
+ptxas from contracting them into fma (LLVM does not contract either).
+
+Entry ABI: kernel(.param .u64 params, .param .u64 size); params points to the array of
+64-bit slots (buffer addresses and element counts) that the CPU backend also uses.
+"""
+
+from ..ops import ARITY, COMPARISONS, TYPE_NAMES
+
+HEADER = '.version 7.0\n.target sm_80\n.address_size 64\n'
+# CUDA's device printf: a format string and a buffer of C-vararg-packed values.
+VPRINTF = '.extern .func (.param .b32 rv) vprintf (.param .b64 fmt, .param .b64 args);'
+
+BITS = {'bool': 1, 'int32': 32, 'uint32': 32, 'int64': 64, 'uint64': 64,
+        'float32': 32, 'float64': 64}
+KIND = {'bool': 'b', 'int32': 'i', 'uint32': 'u', 'int64': 'i', 'uint64': 'u',
+        'float32': 'f', 'float64': 'f'}
+SUFFIX = {'bool': 'pred', 'int32': 's32', 'uint32': 'u32', 'int64': 's64', 'uint64': 'u64',
+          'float32': 'f32', 'float64': 'f64'}
+MEMORY = {'bool': 'u8', 'int32': 'b32', 'uint32': 'b32', 'int64': 'b64', 'uint64': 'b64',
+          'float32': 'b32', 'float64': 'b64'}
+BYTES = {'u8': 1, 'b32': 4, 'b64': 8}
+
+
+# Register i is %p<i>, %r<i> or %rd<i> by its type (declared in bulk: .reg .b32 %r<n>),
+# %v<i> (never declared, only a prefix for temporaries) for void results.
+PREFIX = {'bool': '%p', 'int32': '%r', 'uint32': '%r', 'int64': '%rd', 'uint64': '%rd',
+          'float32': '%r', 'float64': '%rd'}
+
+
+# Integer division by zero gives 0 and INT_MIN / -1 wraps (as the LLVM backend): the
+# divisor is replaced by 1 on those lanes and the result patched afterwards.
+_GUARD_ZERO = ('.reg .pred {r}_z\n.reg .{x} {r}_d, {r}_q\n'
+               'setp.eq.{u} {r}_z, {b}, 0\nselp.{x} {r}_d, 1, {b}, {r}_z\n')
+_GUARD_SIGNED = ('.reg .pred {r}_z, {r}_m, {r}_zm\n.reg .{x} {r}_d, {r}_q\n'
+                 'setp.eq.{s} {r}_z, {b}, 0\nsetp.eq.{s} {r}_m, {b}, -1\n'
+                 'or.pred {r}_zm, {r}_z, {r}_m\nselp.{x} {r}_d, 1, {b}, {r}_zm\n')
+# PTX shifts take a .u32 amount and clamp amounts >= the width themselves (giving 0, or
+# the sign for shr.s): only 64-bit amounts >= 2^32 need the explicit clamp.
+_SHIFT = ('.reg .{x} {r}_w\n.reg .b32 {r}_s\nmin.{u} {r}_w, {b}, {n}\n'
+          'cvt.u32.{u} {r}_s, {r}_w\n{op} {r}, {a}, {r}_s')
+# popc/clz give a .u32 count for both widths.
+_COUNT = '.reg .b32 {r}_c\n{op}.{x} {r}_c, {a}\ncvt.{u}.u32 {r}, {r}_c'
+
+# fmod, exact (PTX has no frem, and a - trunc(a/b)*b is not exact): with |a| = ma*2^ea
+# and |b| = mb*2^eb (integer significands, ea >= eb), |a| mod |b| = ((ma*2^(ea-eb)) mod mb)
+# * 2^eb. The integer remainder is taken in u64 steps of at most 64-sig bits (40 for f32,
+# 11 for f64: at most 7 or 186 steps); the result is exactly representable, so the
+# final int->float conversion and power-of-two scaling are exact. It takes a's sign (a
+# zero result too). Specials as C fmod: |a| < |b| gives a; b = 0, a = inf or NaN operands
+# give NaN via (a*b)/(a*b).
+_FMOD = '''.reg .pred {r}_p0, {r}_p1, {r}_p2, {r}_sp, {r}_sm, {r}_skip, {r}_q
+.reg .{x} {r}_ua, {r}_ub, {r}_t, {r}_pe, {r}_pn, {r}_ps, {r}_p, {r}_fm, {r}_v, {r}_sg, {r}_nn
+.reg .b32 {r}_ea, {r}_eb, {r}_d, {r}_s, {r}_k, {r}_e, {r}_z
+.reg .b64 {r}_ma, {r}_mb, {r}_m
+and.{x} {r}_ua, {a}, {absmask}
+and.{x} {r}_ub, {b}, {absmask}
+setp.eq.{u} {r}_p0, {r}_ub, 0
+setp.ge.{u} {r}_p1, {r}_ua, {inf}
+setp.gt.{u} {r}_p2, {r}_ub, {inf}
+or.pred {r}_sp, {r}_p0, {r}_p1
+or.pred {r}_sp, {r}_sp, {r}_p2
+setp.lt.{u} {r}_sm, {r}_ua, {r}_ub
+or.pred {r}_skip, {r}_sp, {r}_sm
+shr.{u} {r}_t, {r}_ua, {mbits}
+cvt.u32.{u} {r}_ea, {r}_t
+shr.{u} {r}_t, {r}_ub, {mbits}
+cvt.u32.{u} {r}_eb, {r}_t
+and.{x} {r}_t, {r}_ua, {mmask}
+cvt.u64.{u} {r}_ma, {r}_t
+and.{x} {r}_t, {r}_ub, {mmask}
+cvt.u64.{u} {r}_mb, {r}_t
+setp.ne.u32 {r}_q, {r}_ea, 0
+@{r}_q or.b64 {r}_ma, {r}_ma, {implicit}
+setp.ne.u32 {r}_q, {r}_eb, 0
+@{r}_q or.b64 {r}_mb, {r}_mb, {implicit}
+max.u32 {r}_ea, {r}_ea, 1
+max.u32 {r}_eb, {r}_eb, 1
+sub.u32 {r}_d, {r}_ea, {r}_eb
+selp.b32 {r}_d, 0, {r}_d, {r}_skip
+selp.b64 {r}_mb, 1, {r}_mb, {r}_skip
+rem.u64 {r}_m, {r}_ma, {r}_mb
+{L}_loop:
+setp.eq.u32 {r}_q, {r}_d, 0
+@{r}_q bra {L}_done
+min.u32 {r}_s, {r}_d, {chunk}
+shl.b64 {r}_m, {r}_m, {r}_s
+rem.u64 {r}_m, {r}_m, {r}_mb
+sub.u32 {r}_d, {r}_d, {r}_s
+bra {L}_loop
+{L}_done:
+sub.s32 {r}_k, {r}_eb, {offset}
+setp.ge.s32 {r}_q, {r}_k, {emin}
+add.s32 {r}_e, {r}_k, {bias}
+add.s32 {r}_z, {r}_k, {suboffset}
+cvt.{u}.u32 {r}_pe, {r}_e
+shl.{x} {r}_pn, {r}_pe, {mbits}
+shl.{x} {r}_ps, 1, {r}_z
+selp.{x} {r}_p, {r}_pn, {r}_ps, {r}_q
+cvt.rn.{f}.u64 {r}_fm, {r}_m
+mul.rn.{f} {r}_v, {r}_fm, {r}_p
+and.{x} {r}_sg, {a}, {sign}
+or.{x} {r}_v, {r}_v, {r}_sg
+selp.{x} {r}_v, {a}, {r}_v, {r}_sm
+mul.rn.{f} {r}_nn, {a}, {b}
+div.rn.{f} {r}_nn, {r}_nn, {r}_nn
+selp.{x} {r}, {r}_nn, {r}_v, {r}_sp'''
+
+
+def _bitwise(op):
+    t = f'{op}.{{x}} {{r}}, {{a}}, {{b}}'
+    return {'i': t, 'f': t, 'b': f'{op}.pred {{r}}, {{a}}, {{b}}'}
+
+
+TEMPLATES = {
+    # Float sign manipulation by bit ops: exact on NaN payloads, as LLVM's fneg/fabs.
+    'neg': {'f': 'xor.{x} {r}, {a}, {sign}', 'i': 'sub.{s} {r}, 0, {a}'},
+    'not': {'i': 'not.{x} {r}, {a}', 'b': 'not.pred {r}, {a}'},
+    # max(a, 0 - a): abs(INT_MIN) = INT_MIN, as llvm.abs(.., false).
+    'abs': {'f': 'and.{x} {r}, {a}, {absmask}',
+            'i': '.reg .{x} {r}_n\nsub.{s} {r}_n, 0, {a}\nmax.{s} {r}, {a}, {r}_n'},
+    'sqrt': {'f': 'sqrt.rn.{f} {r}, {a}'},
+    'floor': {'f': 'cvt.rmi.{f}.{f} {r}, {a}'},
+    'ceil': {'f': 'cvt.rpi.{f}.{f} {r}, {a}'},
+    'round': {'f': 'cvt.rni.{f}.{f} {r}, {a}'},    # half to even
+    'trunc': {'f': 'cvt.rzi.{f}.{f} {r}, {a}'},
+    'popc': {'i': _COUNT.replace('{op}', 'popc')},
+    'clz': {'i': _COUNT.replace('{op}', 'clz')},
+    # ctz(x) = clz(bitreverse(x)); both give the width for 0, as cttz(.., false).
+    'ctz': {'i': '.reg .{x} {r}_v\n.reg .b32 {r}_c\nbrev.{x} {r}_v, {a}\n'
+                 'clz.{x} {r}_c, {r}_v\ncvt.{u}.u32 {r}, {r}_c'},
+    'add': {'f': 'add.rn.{f} {r}, {a}, {b}', 'i': 'add.{s} {r}, {a}, {b}'},
+    'sub': {'f': 'sub.rn.{f} {r}, {a}, {b}', 'i': 'sub.{s} {r}, {a}, {b}'},
+    'mul': {'f': 'mul.rn.{f} {r}, {a}, {b}', 'i': 'mul.lo.{s} {r}, {a}, {b}'},
+    'div': {'f': 'div.rn.{f} {r}, {a}, {b}',
+            'u': _GUARD_ZERO + 'div.{u} {r}_q, {a}, {r}_d\nselp.{x} {r}, 0, {r}_q, {r}_z',
+            'i': _GUARD_SIGNED + '.reg .{x} {r}_n\ndiv.{s} {r}_q, {a}, {r}_d\n'
+                 'sub.{s} {r}_n, 0, {a}\nselp.{x} {r}_q, {r}_n, {r}_q, {r}_m\n'
+                 'selp.{x} {r}, 0, {r}_q, {r}_z'},
+    'mod': {'f': _FMOD,
+            'u': _GUARD_ZERO + 'rem.{u} {r}_q, {a}, {r}_d\nselp.{x} {r}, 0, {r}_q, {r}_z',
+            'i': _GUARD_SIGNED + 'rem.{s} {r}_q, {a}, {r}_d\nselp.{x} {r}, 0, {r}_q, {r}_zm'},
+    # PTX min/max.f32/f64 return the non-NaN operand: LLVM's minnum/maxnum.
+    'min': {'f': 'min.{f} {r}, {a}, {b}', 'i': 'min.{s} {r}, {a}, {b}',
+            'u': 'min.{u} {r}, {a}, {b}'},
+    'max': {'f': 'max.{f} {r}, {a}, {b}', 'i': 'max.{s} {r}, {a}, {b}',
+            'u': 'max.{u} {r}, {a}, {b}'},
+    'and': _bitwise('and'),
+    'or': _bitwise('or'),
+    'xor': _bitwise('xor'),
+    'shl': {'i': _SHIFT.replace('{op}', 'shl.{x}')},
+    'shr': {'u': _SHIFT.replace('{op}', 'shr.{u}'), 'i': _SHIFT.replace('{op}', 'shr.{s}')},
+    'mulhi': {'i': 'mul.hi.{s} {r}, {a}, {b}', 'u': 'mul.hi.{u} {r}, {a}, {b}'},
+    'fma': {'f': 'fma.rn.{f} {r}, {a}, {b}, {c}', 'i': 'mad.lo.{s} {r}, {a}, {b}, {c}'},
+    # selp has no .pred form: Bool selects are (a & b) | (!a & c).
+    'select': {'i': 'selp.{x} {r}, {b}, {c}, {a}', 'f': 'selp.{x} {r}, {b}, {c}, {a}',
+               'b': '.reg .pred {r}_t, {r}_n, {r}_f\nand.pred {r}_t, {a}, {b}\n'
+                    'not.pred {r}_n, {a}\nand.pred {r}_f, {r}_n, {c}\n'
+                    'or.pred {r}, {r}_t, {r}_f'},
+}
+# Float 'ne' is unordered (true for NaN) and the others ordered, as LLVM's une/oeq/olt/...
+# setp has no .pred form: Bools compare as 0/1 (LLVM's unsigned i1 compares).
+for _op in COMPARISONS:
+    TEMPLATES[_op] = {'f': f'setp.{"neu" if _op == "ne" else _op}.{{f}} {{r}}, {{a}}, {{b}}',
+                      'i': f'setp.{_op}.{{s}} {{r}}, {{a}}, {{b}}',
+                      'u': f'setp.{_op}.{{u}} {{r}}, {{a}}, {{b}}',
+                      'b': '.reg .b32 {r}_x, {r}_y\nselp.u32 {r}_x, 1, 0, {a}\n'
+                           'selp.u32 {r}_y, 1, 0, {b}\n'
+                           f'setp.{_op}.u32 {{r}}, {{r}}_x, {{r}}_y'}
+
+# Ops rendered by methods below rather than by a template.
+SPECIAL = ('literal', 'counter', 'load', 'load1', 'ptr', 'store', 'cast', 'bitcast',
+           'gather', 'scatter', 'print')
+assert set(TEMPLATES) | set(SPECIAL) == set(ARITY), 'PTX renderer misses ops'
+
+REDUCE = ('none', 'add', 'min', 'max', 'and', 'or')
+# Native reductions (red.global: atomic, no result). Float add flushes subnormals on
+# global memory (a hardware property); float min/max use a CAS loop; Bool and/or are
+# plain byte stores of the one value that can change memory (idempotent, so atomic).
+ATOMIC = {('add', 'f'): 'add.{f}', ('add', 'i'): 'add.{u}', ('add', 'u'): 'add.{u}',
+          ('min', 'i'): 'min.{s}', ('min', 'u'): 'min.{u}',
+          ('max', 'i'): 'max.{s}', ('max', 'u'): 'max.{u}',
+          ('and', 'i'): 'and.{x}', ('and', 'u'): 'and.{x}',
+          ('or', 'i'): 'or.{x}', ('or', 'u'): 'or.{x}'}
+_CAS = '''.reg .pred {r}_same, {r}_retry
+.reg .{x} {r}_old, {r}_new, {r}_prev
+@!{mask} bra {L}_done
+ld.global.{x} {r}_old, [{addr}]
+{L}_loop:
+{op}.{f} {r}_new, {r}_old, {v}
+setp.eq.{x} {r}_same, {r}_new, {r}_old
+@{r}_same bra {L}_done
+atom.global.cas.{x} {r}_prev, [{addr}], {r}_old, {r}_new
+setp.ne.{x} {r}_retry, {r}_prev, {r}_old
+mov.{x} {r}_old, {r}_prev
+@{r}_retry bra {L}_loop
+{L}_done:'''
+
+
+def constant(tname, bits):
+    """PTX immediate of a literal's bit pattern (floats as exact 0f/0d hex)."""
+    if tname == 'float32':
+        return '0f%08X' % (bits & 0xFFFFFFFF)
+    if tname == 'float64':
+        return '0d%016X' % (bits & 0xFFFFFFFFFFFFFFFF)
+    if tname == 'bool':
+        return '1' if bits else '0'
+    width = BITS[tname]
+    return '0x%X' % (bits & ((1 << width) - 1))
+
+
+def fields(tname):
+    """Template fields that depend only on the operand type."""
+    n = BITS[tname]
+    f = dict(x=f'b{n}', s=f's{n}', u=f'u{n}', f=f'f{n}', t=SUFFIX[tname], n=n,
+             sign='0x%X' % (1 << (n - 1)), absmask='0x%X' % ((1 << (n - 1)) - 1))
+    if KIND[tname] == 'f':
+        mbits, ebits = (23, 8) if n == 32 else (52, 11)
+        bias = (1 << (ebits - 1)) - 1
+        f.update(mbits=mbits, mmask='0x%X' % ((1 << mbits) - 1), implicit='0x%X' % (1 << mbits),
+                 inf='0x%X' % (((1 << ebits) - 1) << mbits), chunk=64 - (mbits + 1),
+                 bias=bias, offset=bias + mbits, emin=1 - bias, suboffset=bias + mbits - 1)
+    return f
+
+
+FIELDS = {t: fields(t) for t in KIND}
+
+
+class _Renderer:
+    def __init__(self, kernel, name):
+        self.k = kernel
+        self.name = name
+        self.names = []        # register -> operand text
+        self.decls = {}        # hoisted .reg declarations (ordered, deduplicated)
+        self.entry = []        # before the lane loop
+        self.body = []         # inside the lane loop
+        self.offsets = set()   # byte sizes whose lane offsets the loop body needs
+        self.globals = {}      # module-scope declarations (print formats, vprintf)
+
+    def decl(self, rtype, name):
+        self.decls[f'.reg .{rtype} {name};'] = None
+
+    def emit(self, text, f):
+        for line in text.format(**f).split('\n'):
+            if line.startswith('.reg'):
+                self.decls[line + ';'] = None
+            else:
+                self.body.append(line if line.endswith(':') else f'  {line};')
+
+    def fields(self, ins, r, reg, tname):
+        f = dict(FIELDS[tname], r=r, L=f'$L{reg}')
+        for key, arg in zip('abc', ins.args, strict=False):
+            f[key] = self.names[arg]
+        return f
+
+    def render(self):
+        k = self.k
+        assert not k.loops and not k.subroutines, 'PTX renderer: loops/calls not supported'
+        for slot, p in enumerate(k.params):
+            self.decl('b64', f'%q{slot}')
+            self.entry.append(f'  ld.global.u64 %q{slot}, [%params+{8 * slot}];')
+            if p.kind != 'size':
+                self.entry.append(f'  cvta.to.global.u64 %q{slot}, %q{slot};')
+        for reg, ins in enumerate(k.instrs):
+            r = PREFIX.get(ins.type, '%v') + str(reg)
+            self.names.append(r)
+            if ins.op in SPECIAL:
+                getattr(self, 'op_' + ins.op)(ins, r, reg)
+            else:
+                kt = k.instrs[ins.args[0]].type if ins.op in COMPARISONS else ins.type
+                kind = KIND.get(kt)
+                table = TEMPLATES[ins.op]
+                tmpl = table.get(kind) or (table.get('i') if kind == 'u' else None)
+                if tmpl is None:
+                    raise TypeError(f"PTX backend: no '{ins.op}' for {kt}")
+                self.emit(tmpl, self.fields(ins, r, reg, kt))
+        offsets = [f'  shl.b64 %off{b}, %idx, {b.bit_length() - 1};' for b in sorted(self.offsets)]
+        for b in self.offsets:
+            self.decl('b64', f'%off{b}')
+        n = max(1, len(k.instrs))
+        return '\n'.join([
+            f'.visible .entry {self.name}(.param .u64 params, .param .u64 size)',
+            '{',
+            '.reg .pred %more;',
+            '.reg .b32 %tx, %nx, %bx, %gx;',
+            '.reg .b64 %params, %size, %idx, %stride, %t;',
+            f'.reg .pred %p<{n}>;',
+            f'.reg .b32 %r<{n}>;',
+            f'.reg .b64 %rd<{n}>;',
+            *self.decls,
+            '  ld.param.u64 %params, [params];',
+            '  cvta.to.global.u64 %params, %params;',
+            '  ld.param.u64 %size, [size];',
+            *self.entry,
+            '  mov.u32 %tx, %tid.x;',
+            '  mov.u32 %nx, %ntid.x;',
+            '  mov.u32 %bx, %ctaid.x;',
+            '  mov.u32 %gx, %nctaid.x;',
+            '  mul.wide.u32 %idx, %bx, %nx;',
+            '  cvt.u64.u32 %t, %tx;',
+            '  add.s64 %idx, %idx, %t;',
+            '  mul.wide.u32 %stride, %gx, %nx;',
+            '  setp.ge.u64 %more, %idx, %size;',
+            '  @%more bra $Lexit;',
+            '$Lbody:',
+            *offsets,
+            *self.body,
+            '  add.s64 %idx, %idx, %stride;',
+            '  setp.lt.u64 %more, %idx, %size;',
+            '  @%more bra $Lbody;',
+            '$Lexit:',
+            '  ret;',
+            '}', ''])
+
+    # ---- special ops ----
+    def lane_address(self, r, slot, m):
+        """Address of this lane's element of the buffer in `slot`."""
+        size = BYTES[m]
+        self.offsets.add(size)
+        self.decl('b64', f'{r}_a')
+        self.body.append(f'  add.s64 {r}_a, %q{slot}, %off{size};')
+        return f'{r}_a'
+
+    def op_literal(self, ins, r, reg):
+        # Set once before the loop; ptxas rematerializes or folds them as it sees fit.
+        op = 'mov.pred' if ins.type == 'bool' else f'mov.b{BITS[ins.type]}'
+        self.entry.append(f'  {op} {r}, {constant(ins.type, ins.literal)};')
+
+    def op_counter(self, ins, r, reg):
+        self.body.append(f'  cvt.u32.u64 {r}, %idx;')
+
+    def _load(self, out, r, m, addr):
+        if m == 'u8':
+            self.decl('b32', f'{r}_m')
+            out += [f'  ld.global.u8 {r}_m, [{addr}];', f'  setp.ne.u32 {r}, {r}_m, 0;']
+        else:
+            out.append(f'  ld.global.{m} {r}, [{addr}];')
+
+    def op_load(self, ins, r, reg):
+        m = MEMORY[ins.type]
+        self._load(self.body, r, m, self.lane_address(r, ins.slot, m))
+
+    def op_load1(self, ins, r, reg):
+        self._load(self.entry, r, MEMORY[ins.type], f'%q{ins.slot}')
+
+    def op_ptr(self, ins, r, reg):
+        self.names[reg] = f'%q{ins.slot}'
+
+    def _memory_value(self, r, tname, value):
+        """The register to store: Bools become the byte 0/1."""
+        if tname != 'bool':
+            return value
+        self.decl('b32', f'{r}_z')
+        self.body.append(f'  selp.u32 {r}_z, 1, 0, {value};')
+        return f'{r}_z'
+
+    def op_store(self, ins, r, reg):
+        tname = self.k.instrs[ins.args[0]].type
+        m = MEMORY[tname]
+        addr = self.lane_address(r, ins.slot, m)
+        value = self._memory_value(r, tname, self.names[ins.args[0]])
+        self.body.append(f'  st.global.{m} [{addr}], {value};')
+
+    def op_cast(self, ins, r, reg):
+        src, dst = TYPE_NAMES[ins.extra], ins.type
+        a = self.names[ins.args[0]]
+        ks, kd = KIND[src], KIND[dst]
+        fd = FIELDS[dst]
+        if src == dst or (ks in 'iu' and kd in 'iu' and BITS[src] == BITS[dst]):
+            self.names[reg] = a          # same bits: int32 <-> uint32, int64 <-> uint64
+            return
+        b = self.body
+        if kd == 'b':                    # != 0; NaN is true (LLVM's fcmp une)
+            zero = constant(src, 0) if ks == 'f' else '0'
+            cmp = 'neu' if ks == 'f' else 'ne'
+            b.append(f'  setp.{cmp}.{SUFFIX[src]} {r}, {a}, {zero};')
+        elif ks == 'b':
+            one = constant(dst, 0x3F800000 if dst == 'float32' else 0x3FF0000000000000) \
+                if kd == 'f' else '1'
+            b.append(f'  selp.{fd["x"]} {r}, {one}, {constant(dst, 0)}, {a};')
+        elif kd != 'f' and ks != 'f':    # truncate, or extend by the source's signedness
+            if BITS[dst] < BITS[src]:
+                b.append(f'  cvt.u32.u64 {r}, {a};')
+            else:
+                b.append(f'  cvt.{"s64.s32" if ks == "i" else "u64.u32"} {r}, {a};')
+        elif kd == 'f' and ks != 'f':
+            b.append(f'  cvt.rn.{SUFFIX[dst]}.{SUFFIX[src]} {r}, {a};')
+        elif ks == 'f' and kd != 'f':
+            # cvt.rzi saturates to the destination range, but NaN gives MIN (f64 source or
+            # 64-bit destination) or 0: force 0 (LLVM's fpto[su]i.sat).
+            self.decl('pred', f'{r}_nan')
+            self.decl(fd['x'], f'{r}_c')
+            b += [f'  cvt.rzi.{SUFFIX[dst]}.{SUFFIX[src]} {r}_c, {a};',
+                  f'  setp.nan.{SUFFIX[src]} {r}_nan, {a}, {a};',
+                  f'  selp.{fd["x"]} {r}, 0, {r}_c, {r}_nan;']
+        elif BITS[dst] > BITS[src]:
+            b.append(f'  cvt.f64.f32 {r}, {a};')
+        else:
+            b.append(f'  cvt.rn.f32.f64 {r}, {a};')
+
+    def op_bitcast(self, ins, r, reg):
+        src = TYPE_NAMES[ins.extra]
+        assert BITS[src] == BITS[ins.type], (src, ins.type)
+        self.names[reg] = self.names[ins.args[0]]
+
+    def _element(self, r, ptr_reg, index_reg, mask_reg, m):
+        """(address, effective mask): the lane's element, masked off when out of bounds."""
+        slot = self.k.instrs[ptr_reg].slot
+        index = self.names[index_reg]
+        b = self.body
+        self.decl('b64', f'{r}_i')
+        self.decl('b64', f'{r}_a')
+        self.decl('pred', f'{r}_in')
+        self.decl('pred', f'{r}_m')
+        if BITS[self.k.instrs[index_reg].type] == 32:
+            b.append(f'  cvt.u64.u32 {r}_i, {index};')
+        else:
+            b.append(f'  mov.b64 {r}_i, {index};')
+        b += [f'  setp.lt.u64 {r}_in, {r}_i, %q{slot + 1};',
+              f'  and.pred {r}_m, {self.names[mask_reg]}, {r}_in;',
+              f'  mad.lo.u64 {r}_a, {r}_i, {BYTES[m]}, %q{slot};']
+        return f'{r}_a', f'{r}_m'
+
+    def op_gather(self, ins, r, reg):
+        m = MEMORY[ins.type]
+        addr, mask = self._element(r, *ins.args, m)
+        if m == 'u8':
+            self.decl('b32', f'{r}_g')
+            self.body += [f'  mov.b32 {r}_g, 0;', f'  @{mask} ld.global.u8 {r}_g, [{addr}];',
+                          f'  setp.ne.u32 {r}, {r}_g, 0;']
+        else:
+            self.body += [f'  mov.{m} {r}, 0;', f'  @{mask} ld.global.{m} {r}, [{addr}];']
+
+    def op_scatter(self, ins, r, reg):
+        ptr_reg, value_reg, index_reg, mask_reg = ins.args
+        vt = self.k.instrs[value_reg].type
+        m = MEMORY[vt]
+        addr, mask = self._element(r, ptr_reg, index_reg, mask_reg, m)
+        value = self.names[value_reg]
+        reduce = REDUCE[ins.extra]
+        kind = KIND[vt]
+        b = self.body
+        if reduce == 'none':
+            value = self._memory_value(r, vt, value)
+            b.append(f'  @{mask} st.global.{m} [{addr}], {value};')
+        elif kind == 'b' and reduce in ('and', 'or'):
+            self.decl('pred', f'{r}_w')
+            if reduce == 'and':          # only a false value changes memory: write 0
+                b += [f'  not.pred {r}_w, {value};', f'  and.pred {r}_w, {r}_w, {mask};',
+                      f'  @{r}_w st.global.u8 [{addr}], 0;']
+            else:                        # only a true value changes memory: write 1
+                b += [f'  and.pred {r}_w, {value}, {mask};',
+                      f'  @{r}_w st.global.u8 [{addr}], 1;']
+        elif kind == 'f' and reduce in ('min', 'max'):
+            f = dict(FIELDS[vt], r=r, L=f'$L{reg}', mask=mask, addr=addr, v=value, op=reduce)
+            self.emit(_CAS, f)
+        elif (reduce, kind) in ATOMIC:
+            op = ATOMIC[(reduce, kind)].format(**FIELDS[vt])
+            b.append(f'  @{mask} red.global.{op} [{addr}], {value};')
+        else:
+            raise TypeError(f"PTX backend: no scatter reduction '{reduce}' for {vt}")
+
+    def op_print(self, ins, r, reg):
+        """vprintf for each active lane (in no particular lane order, unlike the CPU)."""
+        data = ins.text.encode() + b'\0'
+        fmt = f'{self.name}_fmt{reg}'
+        self.globals[VPRINTF] = None
+        self.globals[f'.global .align 1 .b8 {fmt}[{len(data)}] = '
+                     f'{{{", ".join(map(str, data))}}};'] = None
+        b = self.body
+        b.append(f'  @!{self.names[ins.args[0]]} bra $L{reg}_skip;')
+        # C varargs: float -> double, Bool -> int, each aligned to its own size.
+        offset = 0
+        for k, arg in enumerate(ins.args[1:]):
+            t, v = self.k.instrs[arg].type, self.names[arg]
+            size = 8 if t == 'float32' else (4 if t == 'bool' else BITS[t] // 8)
+            if t in ('float32', 'bool'):
+                self.decl(f'b{size * 8}', f'{r}_{k}')
+                b.append(f'  cvt.f64.f32 {r}_{k}, {v};' if t == 'float32' else
+                         f'  selp.u32 {r}_{k}, 1, 0, {v};')
+                v = f'{r}_{k}'
+            offset = -(-offset // size) * size
+            b.append(f'  st.local.b{size * 8} [pbuf{reg}+{offset}], {v};')
+            offset += size
+        self.decl('b64', f'{r}_f')
+        self.decl('b64', f'{r}_p')
+        if offset:
+            self.decls[f'.local .align 8 .b8 pbuf{reg}[{offset}];'] = None
+            b += [f'  mov.u64 {r}_p, pbuf{reg};', f'  cvta.local.u64 {r}_p, {r}_p;']
+        else:
+            b.append(f'  mov.u64 {r}_p, 0;')
+        b += [f'  mov.u64 {r}_f, {fmt};', f'  cvta.global.u64 {r}_f, {r}_f;',
+              '  {', '  .param .b64 fmt;', f'  st.param.b64 [fmt], {r}_f;',
+              '  .param .b64 args;', f'  st.param.b64 [args], {r}_p;', '  .param .b32 rv;',
+              '  call (rv), vprintf, (fmt, args);', '  }', f'$L{reg}_skip:']
+
+
+def render_module(named_kernels):
+    """One PTX module holding an entry point per (name, kernel) pair."""
+    decls, entries = {}, []
+    for name, kernel in named_kernels:
+        r = _Renderer(kernel, name)
+        entries.append(r.render())
+        decls.update(r.globals)
+    return '\n'.join([HEADER, *decls, '', *entries])
+
+
+def render(kernel, name='kernel'):
+    """PTX module text of `kernel` with one entry point `name`."""
+    return render_module([(name, kernel)])

@@ -1,0 +1,79 @@
+"""Session-wide test support: a record of every Kernel the LLVM backend compiles (so that
+tests/test_zz_ptx_all_kernels.py can check that the PTX renderer handles all of them), and
+a batched ptxas runner."""
+
+import os
+import shutil
+import subprocess
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+
+@pytest.fixture(autouse=True, scope='session')
+def recorded_kernels():
+    """{kernel content: Kernel} of every kernel the LLVM backend compiles this session."""
+    from pbc.backend import llvm_jit
+    kernels = {}
+    original = llvm_jit.LLVMBackend.compile
+
+    def compile(self, kernel, *args, **kwargs):
+        kernels.setdefault((tuple(kernel.instrs), tuple(kernel.params)), kernel)
+        return original(self, kernel, *args, **kwargs)
+
+    llvm_jit.LLVMBackend.compile = compile
+    try:
+        yield kernels
+    finally:
+        llvm_jit.LLVMBackend.compile = original
+
+
+def _assemble(exe, text, flags):
+    """ptxas's error text for one module, or None if it assembles."""
+    with tempfile.TemporaryDirectory() as d:
+        src = os.path.join(d, 'kernels.ptx')
+        with open(src, 'w') as f:
+            f.write(text)
+        res = subprocess.run([exe, '-arch=sm_80', *flags, src, '-o', os.path.join(d, 'k.cubin')],
+                             capture_output=True, text=True)
+    if res.returncode == 0:
+        return None
+    lines = text.split('\n')
+    report = res.stderr.strip().split('\n')[:12]
+    for msg in report[:4]:           # "kernels.ptx, line 123; error : ..." -> that line
+        if ', line ' in msg:
+            no = int(msg.split(', line ')[1].split(';')[0])
+            entry = next((x for x in reversed(lines[:no]) if '.entry' in x), '?')
+            report.append(f'  line {no} in {entry.split("(")[0]}: {lines[no - 1].strip()}')
+    return '\n'.join(report)
+
+
+@pytest.fixture(scope='session')
+def ptxas():
+    """assemble(named_kernels, quick=False): renders (name, Kernel) pairs as PTX modules of
+    about `batch` instructions each and assembles them with ptxas for sm_80 in parallel
+    (quick: -O0, which still parses, checks and compiles everything); fails with ptxas's
+    message. Skips (visibly) where the CUDA toolkit is not installed."""
+    from pbc.backend import ptx_render
+    exe = shutil.which('ptxas')
+
+    def assemble(named_kernels, quick=False, batch=5000):
+        groups, size = [[]], 0
+        for name, kernel in named_kernels:
+            if size > batch:
+                groups.append([])
+                size = 0
+            groups[-1].append((name, kernel))
+            size += len(kernel.instrs)
+        texts = [ptx_render.render_module(g) for g in groups if g]
+        if exe is None:
+            pytest.skip('ptxas (CUDA toolkit) is not installed: PTX rendered, not assembled')
+        flags = ['-O0'] if quick else []
+        with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+            errors = [e for e in pool.map(lambda t: _assemble(exe, t, flags), texts) if e]
+        if errors:
+            pytest.fail('ptxas rejected generated PTX:\n' + '\n\n'.join(errors[:3]))
+        return texts
+
+    return assemble
