@@ -317,8 +317,9 @@ cdef uint32_t simplify(uint16_t op, uint8_t vt, uint32_t a, uint32_t b, uint32_t
     cdef bint fl = is_float(vt)
     cdef uint32_t r = 0
     if op == OP_ADD:
-        if lit_is(b, 0): r = a
-        elif lit_is(a, 0): r = b
+        # For floats only -0 is an identity of addition (-0 + +0 = +0).
+        if (not fl and lit_is(b, 0)) or is_neg_zero(b): r = a
+        elif (not fl and lit_is(a, 0)) or is_neg_zero(a): r = b
     elif op == OP_SUB:
         if lit_is(b, 0): r = a
     elif op == OP_MUL:

@@ -32,7 +32,8 @@ def test_constant_folding_and_simplification():
     assert (Float(2) * 3 + 1)[0] == 7
     a = Float(1, 2, 3)
     assert (a * 1).index == a.index
-    assert (a + 0).index == a.index
+    assert (a + -0.0).index == a.index and (a - 0).index == a.index
+    assert (a + 0).index != a.index           # -0 + 0 = +0: not an identity for floats
     neg = -a
     assert (-neg).index == a.index
     assert pbc.fma(a, a, 0).index == (a * a).index
@@ -40,6 +41,7 @@ def test_constant_folding_and_simplification():
     assert pbc.select(Bool(False), a * 2, a).index == a.index
     i = Int32(1, 2, 3)
     assert (i * 0).state == 'literal' and (i & -1).index == i.index
+    assert (i + 0).index == i.index
     with pbc.scoped_set_flag(pbc.JitFlag.ConstantPropagation, False):
         assert (Float(2) * 3).state == 'unevaluated'
         assert (a * 1).index != a.index

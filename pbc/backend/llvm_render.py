@@ -297,12 +297,31 @@ class _Renderer:
         elif kd == 'f' and ks != 'f':
             line = f'{r} = {"sitofp" if ks == "i" else "uitofp"} {S} {a} to {D}'
         elif ks == 'f' and kd != 'f':
-            name = f'fpto{"s" if kd == "i" else "u"}i.sat.v{self.W}{MANGLE[d]}.v{self.W}{MANGLE[s]}'
-            self.decls[f'declare {D} @llvm.{name}({S})'] = None
-            line = f'{r} = call {D} @llvm.{name}({S} {a})'
+            self.saturating_cast(r, a, s, d, kd == 'i')
+            return
         else:
             line = f'{r} = {"fpext" if BYTES[d] > BYTES[s] else "fptrunc"} {S} {a} to {D}'
         self.body.append('  ' + line)
+
+    def saturating_cast(self, r, a, s, d, signed):
+        """Float -> int that truncates, saturates and maps NaN to 0. Written out rather than
+        as llvm.fpto*i.sat, which x86 lowers one lane at a time."""
+        S, D = self.vec(s), self.vec(d)
+        bits = BYTES[d] * 8
+        top = 2.0 ** (bits - 1 if signed else bits)        # first value out of range
+        hi = (1 << (bits - 1)) - 1 if signed else (1 << bits) - 1
+        lo = -(1 << (bits - 1)) if signed else 0
+        c = lambda v: self.splat(s, '0x%016X' % struct.unpack('<Q', struct.pack('<d', v))[0])  # noqa: E731
+        ci = lambda v: self.splat(d, str(v - (1 << bits) if v >= (1 << (bits - 1)) else v))  # noqa: E731
+        self.body += [
+            f'  {r}.t = {"fptosi" if signed else "fptoui"} {S} {a} to {D}',
+            f'  {r}.hi = fcmp oge {S} {a}, {c(top)}',
+            f'  {r}.lo = fcmp olt {S} {a}, {c(-top if signed else 0.0)}',
+            f'  {r}.nan = fcmp uno {S} {a}, zeroinitializer',
+            f'  {r}.a = select {self.masks} {r}.hi, {D} {ci(hi)}, {D} {r}.t',
+            f'  {r}.b = select {self.masks} {r}.lo, {D} {ci(lo) if lo else "zeroinitializer"}, '
+            f'{D} {r}.a',
+            f'  {r} = select {self.masks} {r}.nan, {D} zeroinitializer, {D} {r}.b']
 
     def op_bitcast(self, ins, r, reg):
         s, d = SCALAR[TYPE_NAMES[ins.extra]], SCALAR[ins.type]
