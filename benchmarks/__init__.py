@@ -1,0 +1,1 @@
+"""pbc benchmarks: `python -m benchmarks NAME` runs benchmarks/NAME.py's main()."""
