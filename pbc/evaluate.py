@@ -7,7 +7,7 @@ import time
 
 from . import _runtime, config
 from .flags import JitFlag, flag
-from .kernel import assemble
+from .kernel import STREAMING_LANES, assemble
 from .ops import TYPE_NAMES
 from .tree import leaves
 
@@ -42,7 +42,7 @@ def take_kernels(backend='llvm'):
     for inspecting or rendering what eval() would launch."""
     roots, groups = _runtime.take_groups()
     try:
-        return [assemble(backend, outputs, _runtime.group_records(ids), size == 1)[0]
+        return [assemble(backend, outputs, _runtime.group_records(ids), size)[0]
                 for _, size, outputs, _, _, _, ids in groups]
     finally:
         _runtime.release_roots(roots)
@@ -51,9 +51,10 @@ def take_kernels(backend='llvm'):
 def _run_group(backend_code, size, outputs, key, leaves, ids):
     be = _backend(backend_code)
     t0 = time.perf_counter()
+    key = (key, size >= STREAMING_LANES)      # what assembly decides from the size
     entry = be.lookup(key)
     if entry is None:
-        kernel, layout = assemble(be.name, outputs, _runtime.group_records(ids), size == 1)
+        kernel, layout = assemble(be.name, outputs, _runtime.group_records(ids), size)
         entry = be.compile(kernel, layout, key)
         if flag(JitFlag.PrintIR):
             print(entry.ir)

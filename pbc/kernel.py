@@ -30,6 +30,9 @@ class Param(NamedTuple):
 @dataclass
 class Kernel:
     backend: str
+    # Outputs far larger than the caches are written around them (non-temporal stores):
+    # that saves reading each output line before overwriting it.
+    streaming: bool = False
     instrs: list = field(default_factory=list)
     params: list = field(default_factory=list)
     # Room for the control-flow issues: loop blocks and deduplicated call targets.
@@ -58,10 +61,14 @@ class Layout:
                 for pos, field in self.sources]
 
 
-def assemble(backend, outputs, records, scalar):
-    """Builds a Kernel (and its parameter Layout) from node records in topological order
-    (see _runtime.group_records). `scalar`: the kernel runs one lane (width-1 group)."""
-    k = Kernel(backend)
+STREAMING_LANES = 1 << 23
+
+
+def assemble(backend, outputs, records, size):
+    """Builds a Kernel (and its parameter Layout) for `size` lanes from node records in
+    topological order (see _runtime.group_records)."""
+    scalar = size == 1
+    k = Kernel(backend, streaming=size >= STREAMING_LANES)
     sources = []
 
     def add_param(kind, type_, source):

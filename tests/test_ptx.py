@@ -114,9 +114,10 @@ def test_every_op_and_type_assembles(ptxas):
         entries += [(f'{name}_{j}', k) for j, k in enumerate(kernels)]
     # The API does not order Bools, but the table (as LLVM's) handles them: build by hand.
     for op in ('lt', 'le', 'gt', 'ge'):
-        k = Kernel('cuda', [Instr('load', 'bool', slot=0), Instr('load', 'bool', slot=1),
-                            Instr(op, 'bool', (0, 1)), Instr('store', 'void', (2,), slot=2)],
-                   [Param('in', 'bool'), Param('in', 'bool'), Param('out', 'bool')])
+        k = Kernel('cuda', instrs=[Instr('load', 'bool', slot=0), Instr('load', 'bool', slot=1),
+                                   Instr(op, 'bool', (0, 1)),
+                                   Instr('store', 'void', (2,), slot=2)],
+                   params=[Param('in', 'bool'), Param('in', 'bool'), Param('out', 'bool')])
         entries.append((f'bool_{op}', k))
     # Every op, and every (op, operand kind) that has a template, occurs in some kernel.
     instrs = [(k, i) for _, k in entries for i in k.instrs]

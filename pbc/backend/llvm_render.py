@@ -236,7 +236,7 @@ class _Renderer:
             '  %more = icmp slt i64 %index.next, %end',
             '  br i1 %more, label %body, label %exit',
             'exit:', '  ret void', '}',
-            'attributes #0 = { nounwind }', ''])
+            'attributes #0 = { nounwind }', '!0 = !{i32 1}', ''])
 
     # ---- special ops ----
     def op_literal(self, ins, r, reg):
@@ -275,7 +275,8 @@ class _Renderer:
             value = f'{r}.z'
         align = min(64, BYTES[m] * self.W)
         self.body.append(f'  {r}.p = getelementptr inbounds {m}, ptr %p{ins.slot}, i64 %index')
-        self.body.append(f'  store {self.vec(m)} {value}, ptr {r}.p, align {align}')
+        nt = ', !nontemporal !0' if self.k.streaming else ''
+        self.body.append(f'  store {self.vec(m)} {value}, ptr {r}.p, align {align}{nt}')
 
     def op_cast(self, ins, r, reg):
         src_t = TYPE_NAMES[ins.extra]

@@ -369,7 +369,8 @@ class _Renderer:
         m = MEMORY[tname]
         addr = self.lane_address(r, ins.slot, m)
         value = self._memory_value(r, tname, self.names[ins.args[0]])
-        self.body.append(f'  st.global.{m} [{addr}], {value};')
+        cache = '.cs' if self.k.streaming else ''     # streamed once: evict first
+        self.body.append(f'  st.global{cache}.{m} [{addr}], {value};')
 
     def op_cast(self, ins, r, reg):
         src, dst = TYPE_NAMES[ins.extra], ins.type
