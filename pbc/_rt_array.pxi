@@ -169,7 +169,9 @@ cdef class ArrayBase:
         cls = type(self)
         self._vt = cls._vt_code
         self._backend = cls._backend_code
-        self._index = 0
+        if self._index:              # __init__ called again on a live array
+            dec_ext(self._index)
+            self._index = 0
         if len(args) == 0:
             self._index = var_literal(self._vt, 0, 0, self._backend)
             return

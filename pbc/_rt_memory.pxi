@@ -39,21 +39,18 @@ def gather(cls, ArrayBase source, index, active=True):
         if jit_flags & 512:
             check_bounds('gather', ii, im, n, be)
         if vars[src].op == OP_LITERAL:
-            lit = var_literal(vt, result_size(OP_GATHER, ii, im, 0, 0), vars[src].literal, be)
-            zero = var_literal(vt, 1, 0, be)
-            r = var_op(OP_SELECT, vt, im, lit, zero, 0)
+            t = var_literal(vt, result_size(OP_GATHER, ii, im, 0, 0), vars[src].literal, be)
         elif vars[src].op != OP_DATA:
-            r = gather_symbolic(src, ii, im)
-            if r:
-                # Lanes outside [0, n) read 0, exactly as gathers from memory do.
-                lit = var_literal(T_UINT32, 1, n, be)
-                inb = var_op(OP_LT, T_BOOL, ii, lit, 0, 0)
-                m2 = var_op(OP_AND, T_BOOL, im, inb, 0, 0)
-                zero = var_literal(vt, 1, 0, be)
-                t = r
-                r = var_op(OP_SELECT, vt, m2, t, zero, 0)
-            else:
+            t = gather_symbolic(src, ii, im)
+            if t == 0:
                 eval_var(src)
+        if t:
+            # Lanes masked off or outside [0, n) read 0, exactly as gathers from memory do.
+            lit = var_literal(T_UINT32, 1, n, be)
+            inb = var_op(OP_LT, T_BOOL, ii, lit, 0, 0)
+            m2 = var_op(OP_AND, T_BOOL, im, inb, 0, 0)
+            zero = var_literal(vt, 1, 0, be)
+            r = var_op(OP_SELECT, vt, m2, t, zero, 0)
         if r == 0:
             r = gather_data(src, ii, im)
     finally:

@@ -65,6 +65,14 @@ def test_scatter_reduce_contended(op, t):
     np.testing.assert_array_equal(target.numpy(), expected)
 
 
+def test_gather_from_literals_and_expressions_masks_like_memory():
+    idx, mask = UInt32(0, 2, 3, 9), Bool(True, True, False, True)
+    for src in (pbc.full(Float, 7.0, 4), pbc.arange(Float, 4) * 2 + 7):
+        g = pbc.gather(Float, src, idx, mask)
+        expected = np.array([7, 11 if src.state != 'literal' else 7, 0, 0], dtype=np.float32)
+        np.testing.assert_array_equal(g.numpy(), expected)
+
+
 def test_scatter_is_a_side_effect_seen_by_later_reads():
     x = pbc.zeros(Float, 5)
     pbc.scatter(x, 1.0, UInt32(1, 3))
