@@ -200,8 +200,9 @@ cdef inline uint64_t var_hash(uint16_t op, uint8_t vt, uint32_t size, uint32_t* 
     return h ^ (h >> 32)     # the table indexes with the low bits: fold the high ones in
 
 cdef inline bint vn_eligible(uint16_t op, uint8_t extra) noexcept nogil:
-    return op != OP_DATA and op != OP_SCATTER and op != OP_PRINT and not (
-        op == OP_PTR and (extra & 1))
+    # Side effects are never shared; pointers are (several scatters into one array then
+    # pass its address once).
+    return op != OP_DATA and op != OP_SCATTER and op != OP_PRINT
 
 # The value-numbering table: open addressing with linear probing, one entry per hash
 # (a colliding node replaces the entry), tombstones for removals. Cheaper than a node-based
