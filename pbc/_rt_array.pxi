@@ -116,12 +116,18 @@ cdef object float_mask_op(uint16_t op, object a, object b, bint a_is_mask):
         raise TypeError("pbc: only '&' combines a float array with a Bool mask")
     return select3(a, b, 0) if a_is_mask else select3(b, a, 0)
 
+cdef ArrayBase share(ArrayBase a):
+    """A new array object for a's variable. Results are never the operand object itself:
+    a later scatter into one must not show in the other (it copies instead)."""
+    inc_ext(a._index)
+    return wrap(a._backend, a._vt, a._index)
+
 cdef object unop(uint16_t op, ArrayBase a):
     check_allowed(op, a._vt)
     if a._index == 0:
         raise ValueError('pbc: operation on an uninitialized (empty) array')
     if op == OP_ABS and (a._vt == T_UINT32 or a._vt == T_UINT64):
-        return a
+        return share(a)
     return wrap(a._backend, a._vt, var_op(op, a._vt, a._index, 0, 0, 0))
 
 cdef object select3(object m, object t, object f):
@@ -237,7 +243,7 @@ cdef class ArrayBase:
     def __neg__(self): return unop(OP_NEG, self)
     def __invert__(self): return unop(OP_NOT, self)
     def __abs__(self): return unop(OP_ABS, self)
-    def __pos__(self): return self
+    def __pos__(self): return share(self)
 
     # ---- comparisons ----
     def __eq__(self, o): return binop(OP_EQ, self, o, 1)
@@ -260,7 +266,7 @@ cdef class ArrayBase:
     # ---- element access ----
     def __getitem__(self, key):
         if isinstance(key, ArrayBase) and (<ArrayBase> key)._vt == T_BOOL:
-            return self          # x[mask] += v  becomes  x = select(mask, x + v, x)
+            return share(self)   # x[mask] += v  becomes  x = select(mask, x + v, x)
         cdef int64_t n = vars[self._index].size, i = key
         if i < 0:
             i += n

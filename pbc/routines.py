@@ -162,7 +162,7 @@ def rsqrt(x):
 def _rounding(name):
     @componentwise
     def fn(x):
-        return op_unary(name, x) if _is_float(x) else x
+        return op_unary(name, x) if _is_float(x) else type(x)(x)
     fn.__name__ = name
     return fn
 
