@@ -83,7 +83,13 @@ cdef inline uint64_t mix_b(uint64_t h, uint64_t v) noexcept nogil:
     h = ((h << 27) | (h >> 37)) * <uint64_t> 0xc4ceb9fe1a85ec53ULL + <uint64_t> 0x52dce729ULL
     return h
 
-cdef tuple group_summary(vector[uint32_t]& roots, uint32_t size, list outputs):
+def group_summary(list ids, uint32_t size, list outputs):
+    """Key and leaves of the group with roots `ids`, in the graph's current state (running
+    an earlier group can turn nodes this group shares into memory)."""
+    cdef vector[uint32_t] roots = ids
+    return summarize(roots, size, outputs)
+
+cdef tuple summarize(vector[uint32_t]& roots, uint32_t size, list outputs):
     """(key, leaves) of a group. The key is a 128-bit hash of everything kernel assembly
     reads from the records (ops, types, operand positions, literals, print formats, which
     loads are scalar, the outputs), so equal keys assemble to the same Kernel. Leaves are
@@ -133,7 +139,7 @@ cdef tuple group_summary(vector[uint32_t]& roots, uint32_t size, list outputs):
 def take_groups():
     """Drains the queues. Returns (roots, groups): roots hold one reference each (give them
     back with release_roots); each group is (backend, size, output ids, side-effect ids,
-    key, leaves, root ids) — see group_summary and group_records."""
+    root ids), for group_summary and group_records."""
     cdef vector[uint32_t] all_roots
     cdef uint32_t i
     for i in todo:
@@ -149,14 +155,11 @@ def take_groups():
             continue
         by_size.setdefault((v.backend, v.size), []).append(i)
     groups = []
-    cdef vector[uint32_t] roots
     for (backend, size), ids in by_size.items():
-        roots = ids
         outputs = list(dict.fromkeys(
             [i for i in ids if vars[i].op != OP_SCATTER and vars[i].op != OP_PRINT]))
         effects = [i for i in ids if vars[i].op == OP_SCATTER or vars[i].op == OP_PRINT]
-        key, leaves = group_summary(roots, size, outputs)
-        groups.append((backend, size, outputs, effects, key, leaves, ids))
+        groups.append((backend, size, outputs, effects, ids))
     return [i for i in all_roots], groups
 
 def release_roots(list roots):

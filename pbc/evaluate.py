@@ -31,8 +31,8 @@ def eval_pending():
     """Runs every scheduled evaluation and queued side effect."""
     roots, groups = _runtime.take_groups()
     try:
-        for backend, size, outputs, _effects, key, leaves, ids in groups:
-            _run_group(backend, size, outputs, key, leaves, ids)
+        for backend, size, outputs, _effects, ids in groups:
+            _run_group(backend, size, outputs, ids)
     finally:
         _runtime.release_roots(roots)
 
@@ -43,14 +43,15 @@ def take_kernels(backend='llvm'):
     roots, groups = _runtime.take_groups()
     try:
         return [assemble(backend, outputs, _runtime.group_records(ids), size)[0]
-                for _, size, outputs, _, _, _, ids in groups]
+                for _, size, outputs, _, ids in groups]
     finally:
         _runtime.release_roots(roots)
 
 
-def _run_group(backend_code, size, outputs, key, leaves, ids):
+def _run_group(backend_code, size, outputs, ids):
     be = _backend(backend_code)
     t0 = time.perf_counter()
+    key, leaves = _runtime.group_summary(ids, size, outputs)
     key = (key, size >= STREAMING_LANES)      # what assembly decides from the size
     entry = be.lookup(key)
     if entry is None:

@@ -182,3 +182,14 @@ def test_vector_ops_fuse(history):
     ref_v = np.stack([np.arange(5), np.ones(5), 2 * np.ones(5)]).astype(np.float32)
     c = np.cross(ref_v.T, [0, 0, 1]).T + ref_v
     np.testing.assert_allclose(n.numpy(), c / np.linalg.norm(c, axis=0), rtol=1e-6)
+
+
+def test_groups_sharing_nodes_in_one_eval():
+    """Running one group turns nodes that a later group shares into memory: the later group
+    must be keyed and assembled from the graph as it is then (also on cache hits)."""
+    for value in (3.0, 5.0, 3.0):
+        u = pbc.opaque(Float, value) * 2              # width 1
+        x = pbc.arange(Float, 10) + u                 # width 10, contains u's expression
+        pbc.eval(u, x)
+        assert u.numpy().tolist() == [2 * value]
+        np.testing.assert_array_equal(x.numpy(), np.arange(10) + 2 * value)
