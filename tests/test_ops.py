@@ -186,3 +186,15 @@ def test_copysign_mulsign_sign():
     assert_same(pbc.mulsign(Float(a), Float(b)).numpy(), a * np.where(np.signbit(b), -1, 1)
                 .astype(np.float32))
     assert_same(pbc.sign(Float(a)).numpy(), np.where(np.signbit(a), -1, 1).astype(np.float32))
+
+
+def test_out_of_range_shifts_and_casts_never_reach_a_division():
+    """Shifts by >= the bit width and out-of-range casts are poison in LLVM; the optimizer
+    must not use that to hoist a division by them past the zero-divisor guard (SIGFPE)."""
+    from pbc.llvm import Float, Int32, UInt32
+    x = UInt32(np.arange(8, dtype=np.uint32) + 30)
+    assert (x / (0xFFFFFFFF >> x)).numpy().tolist() == [10, 31, 0, 0, 0, 0, 0, 0]
+    assert (x % (0xFFFFFFFF << x)).numpy().tolist() == [30, 31, 0, 0, 0, 0, 0, 0]
+    f = Float(3e9, -3e9, np.nan, 5.5)
+    assert (Int32(100) / Int32(f)).numpy().tolist() == [0, 0, 0, 20]
+    assert (UInt32(100) // UInt32(f)).numpy().tolist() == [0, 0, 0, 20]

@@ -36,7 +36,11 @@ _GUARD_SIGNED = ('{r}.z = icmp eq {T} {b}, zeroinitializer\n'
                  '{r}.d = select {M} {r}.zm, {T} {one}, {T} {b}\n')
 _FLOAT_BITS = ('{r}.a = bitcast {T} {a} to {I}\n{r}.b = bitcast {T} {b} to {I}\n'
                '{r}.c = {op} {I} {r}.a, {r}.b\n{r} = bitcast {I} {r}.c to {T}')
-_SHIFT = ('{r}.big = icmp uge {T} {b}, {nbits}\n{r}.s = {op} {T} {a}, {b}\n'
+# A shift by the bit width or more is poison in LLVM. The select discards those lanes, but
+# the optimizer may reason about the poison value first (e.g. prove `-1 >> n` non-zero and
+# speculate a division by it): freeze turns it into an ordinary, arbitrary value.
+_SHIFT = ('{r}.big = icmp uge {T} {b}, {nbits}\n{r}.p = {op} {T} {a}, {b}\n'
+          '{r}.s = freeze {T} {r}.p\n'
           '{r} = select {M} {r}.big, {T} zeroinitializer, {T} {r}.s')
 _MULHI = ('{r}.a = {ext} {T} {a} to {T2}\n{r}.b = {ext} {T} {b} to {T2}\n'
           '{r}.p = mul {T2} {r}.a, {r}.b\n{r}.h = lshr {T2} {r}.p, {shift2}\n'
@@ -315,7 +319,8 @@ class _Renderer:
         c = lambda v: self.splat(s, '0x%016X' % struct.unpack('<Q', struct.pack('<d', v))[0])  # noqa: E731
         ci = lambda v: self.splat(d, str(v - (1 << bits) if v >= (1 << (bits - 1)) else v))  # noqa: E731
         self.body += [
-            f'  {r}.t = {"fptosi" if signed else "fptoui"} {S} {a} to {D}',
+            f'  {r}.p = {"fptosi" if signed else "fptoui"} {S} {a} to {D}',
+            f'  {r}.t = freeze {D} {r}.p',          # poison out of range: see _SHIFT
             f'  {r}.hi = fcmp oge {S} {a}, {c(top)}',
             f'  {r}.lo = fcmp olt {S} {a}, {c(-top if signed else 0.0)}',
             f'  {r}.nan = fcmp uno {S} {a}, zeroinitializer',
