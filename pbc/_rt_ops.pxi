@@ -32,16 +32,20 @@ cdef str op_name(uint16_t op):
     return OP_NAMES[op]
 
 cdef uint32_t result_size(uint16_t op, uint32_t a, uint32_t b, uint32_t c, uint32_t d) except? 0:
+    """The width of an op's result: operand widths must be equal or 1 (0 is a width too:
+    an empty operand makes the result empty)."""
     cdef uint32_t deps[4]
     deps[0] = a; deps[1] = b; deps[2] = c; deps[3] = d
-    cdef uint32_t size = 0, s
+    cdef uint32_t size = 1, s
+    cdef bint first = True
     cdef int k
     for k in range(4):
         if deps[k] == 0:
             continue
         s = vars[deps[k]].size
-        if size == 0 or size == 1:
-            size = s if s != 0 or size == 0 else size
+        if first or size == 1:
+            size = s
+            first = False
         elif s != 1 and s != size:
             sizes = [vars[deps[j]].size for j in range(4) if deps[j]]
             raise ValueError(f"pbc: operands of '{op_name(op)}' have incompatible sizes "
@@ -154,7 +158,9 @@ cdef uint32_t gather_symbolic(uint32_t src, uint32_t index, uint32_t mask) excep
     try:
         for i in order:
             v = &vars[i]
-            if v.op == OP_LITERAL or v.op == OP_PTR:
+            if v.op == OP_LITERAL:         # as wide as the index now: width 1 broadcasts
+                r = var_literal(v.vtype, 1, v.literal, v.backend)
+            elif v.op == OP_PTR:
                 inc_ext(i); r = i
             elif v.op == OP_COUNTER:
                 inc_ext(idx32); r = idx32

@@ -190,3 +190,14 @@ def test_reductions_of_expressions_and_literals():
     assert pbc.sum(a * 2)[0] == 9900
     assert pbc.sum(pbc.full(Float, 0.5, 10))[0] == 5.0
     assert pbc.max(Int32(3))[0] == 3
+
+
+def test_empty_operands_give_empty_results():
+    """Width 0 is a width: combined with width-1 operands it stays 0 (not 1)."""
+    empty = pbc.arange(UInt32, 0)
+    assert len(empty + 1) == 0 and len(pbc.select(True, empty, 1)) == 0
+    x = pbc.zeros(Float, 2)
+    src = Float(np.nan, np.nan)
+    idx = pbc.compress(Bool(False, False))
+    pbc.scatter(x, pbc.gather(Float, src, idx), pbc.arange(UInt32, len(idx)))
+    np.testing.assert_array_equal(x.numpy(), [0, 0])
