@@ -321,7 +321,8 @@ cdef uint32_t simplify(uint16_t op, uint8_t vt, uint32_t a, uint32_t b, uint32_t
         if (not fl and lit_is(b, 0)) or is_neg_zero(b): r = a
         elif (not fl and lit_is(a, 0)) or is_neg_zero(a): r = b
     elif op == OP_SUB:
-        if lit_is(b, 0): r = a
+        # x - (+0) = x, but x - (-0) = x + 0 turns -0 into +0.
+        if lit_is(b, 0) and (not fl or vars[b].literal == 0): r = a
     elif op == OP_MUL:
         if lit_is(b, 1): r = a
         elif lit_is(a, 1): r = b

@@ -87,9 +87,11 @@ cdef uint32_t var_op(uint16_t op, uint8_t rt, uint32_t a, uint32_t b, uint32_t c
     return var_new(op, rt, size, a, b, c, 0, 0, extra, vars[a].backend)
 
 cdef uint32_t fma_simplify(uint8_t rt, uint32_t a, uint32_t b, uint32_t c) except 0:
-    # fma(a, b, 0) = a*b;  fma(1, b, c) = b + c;  fma(a, 1, c) = a + c
+    # fma(a, b, 0) = a*b (for floats only with a -0 addend: a*b + (+0) turns -0 into +0);
+    # fma(1, b, c) = b + c;  fma(a, 1, c) = a + c
     cdef uint32_t t, r
-    if lit_is(c, 0) and vars[c].size <= max(vars[a].size, vars[b].size):
+    cdef bint zero = is_neg_zero(c) if is_float(rt) else lit_is(c, 0)
+    if zero and vars[c].size <= max(vars[a].size, vars[b].size):
         return var_op(OP_MUL, rt, a, b, 0, 0)
     if lit_is(a, 1) and vars[a].size <= max(vars[b].size, vars[c].size):
         return var_op(OP_ADD, rt, b, c, 0, 0)

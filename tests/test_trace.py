@@ -36,7 +36,10 @@ def test_constant_folding_and_simplification():
     assert (a + 0).index != a.index           # -0 + 0 = +0: not an identity for floats
     neg = -a
     assert (-neg).index == a.index
-    assert pbc.fma(a, a, 0).index == (a * a).index
+    assert pbc.fma(a, a, -0.0).index == (a * a).index
+    assert pbc.fma(a, a, 0.0).index != (a * a).index     # -0 + +0 = +0
+    j = Int32(1, 2)
+    assert pbc.fma(j, 3, 0).index == (j * 3).index
     assert pbc.select(Bool(True), a, a * 2).index == a.index
     assert pbc.select(Bool(False), a * 2, a).index == a.index
     i = Int32(1, 2, 3)
