@@ -165,9 +165,12 @@ def take_groups():
 def release_roots(list roots):
     """Gives back the queue references; clears the dirty marks of executed scatter targets."""
     cdef uint32_t i
+    cdef uint32_t t
     for i in roots:
         if vars[i].op == OP_SCATTER:
-            vars[vars[vars[i].dep[0]].dep[0]].flags &= ~F_DIRTY
+            t = vars[vars[i].dep[0]].dep[0]
+            vars[t].flags &= ~F_DIRTY
+            pending_reduce.pop(t, None)
     for i in roots:
         dec_ext(i)
 

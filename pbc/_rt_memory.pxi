@@ -1,11 +1,23 @@
 # Gathers and scatters: reads and writes of memory, with copy-on-write for shared targets
 # and host-side bounds checks in Debug mode (raised at the user's call, before any write).
 
-cdef uint32_t index_operand(object index, uint8_t backend) except 0:
+cdef uint32_t index_operand(object index, uint8_t backend, uint32_t* mask) except 0:
+    """The index as UInt32. A 64-bit index beyond 2^32 - 1 cannot be in bounds: its lane is
+    masked off (mask is updated, a new reference) rather than wrapped around."""
     cdef int k = (<ArrayBase> index)._vt if isinstance(index, ArrayBase) else scalar_kind(index)
     if k == T_BOOL or is_float(k) or k < 0:
         raise TypeError('pbc: gather/scatter indices must be integer arrays')
-    return operand(index, T_UINT32, backend)
+    if k != T_INT64 and k != T_UINT64:
+        return operand(index, T_UINT32, backend)
+    cdef uint32_t wide = operand(index, T_UINT64, backend), lim = 0, fits = 0, m = mask[0]
+    try:
+        lim = var_literal(T_UINT64, 1, 0xFFFFFFFFULL, backend)
+        fits = var_op(OP_LE, T_BOOL, wide, lim, 0, 0)
+        mask[0] = var_op(OP_AND, T_BOOL, m, fits, 0, 0)
+        dec_ext(m)
+        return var_cast(wide, T_UINT32, False)
+    finally:
+        dec_ext(wide); dec_ext(lim); dec_ext(fits)
 
 cdef void check_bounds(str what, uint32_t index, uint32_t mask, uint32_t size,
                        uint8_t backend) except *:
@@ -32,8 +44,8 @@ def gather(cls, ArrayBase source, index, active=True):
     cdef uint32_t src = source._index, ii = 0, im = 0, r = 0, lit = 0, zero = 0, inb = 0
     cdef uint32_t m2 = 0, n = vars[src].size, t = 0
     try:
-        ii = index_operand(index, be)
         im = operand(active, T_BOOL, be)
+        ii = index_operand(index, be, &im)
         if vars[src].flags & F_DIRTY:
             eval_var(src)
         if jit_flags & 512:
@@ -81,6 +93,7 @@ cdef void own_target(ArrayBase target) except *:
         target._index = fresh
 
 REDUCE_ALLOW = {0: 7, 1: 6, 2: 6, 3: 6, 4: 3, 5: 3}
+cdef dict pending_reduce = {}      # dirty target id -> reduction of its queued scatters
 
 cdef void scatter_obj(ArrayBase target, object value, object index, object active,
                       int reduce) except *:
@@ -94,13 +107,19 @@ cdef void scatter_obj(ArrayBase target, object value, object index, object activ
     cdef uint32_t iv = 0, ii = 0, im = 0, ptr = 0, s = 0, size
     try:
         iv = operand(value, vt, be)
-        ii = index_operand(index, be)
         im = operand(active, T_BOOL, be)
+        ii = index_operand(index, be, &im)
         flush_if_dirty(iv, ii, im, 0)
         size = result_size(OP_SCATTER, iv, ii, im, 0)
         if jit_flags & 512:
             check_bounds('scatter' if reduce == 0 else 'scatter_reduce', ii, im,
                          vars[target._index].size, be)
+        if (vars[target._index].flags & F_DIRTY) and (
+                reduce == 0 or pending_reduce.get(target._index, 0) != reduce):
+            # Scatters queued into one array run fused, lane packet by lane packet: only
+            # the same atomic reduction commutes with what is pending. Anything else must
+            # come after it, as the program says.
+            eval_var(target._index)
         own_target(target)
         if size == 0:
             return
@@ -108,6 +127,7 @@ cdef void scatter_obj(ArrayBase target, object value, object index, object activ
         s = var_new(OP_SCATTER, T_VOID, size, ptr, iv, ii, im, 0, reduce, be)
         side_effects.push_back(s)
         vars[target._index].flags |= F_DIRTY
+        pending_reduce[target._index] = reduce
     finally:
         for x in (iv, ii, im, ptr):
             dec_ext(x)

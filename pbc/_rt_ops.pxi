@@ -111,8 +111,23 @@ cdef uint32_t var_cast(uint32_t a, uint8_t rt, bint bitcast) except 0:
     return var_op(OP_BITCAST if bitcast else OP_CAST, rt, a, 0, 0, st)
 
 # ---- Python scalars ----------------------------------------------------------------------
+cdef object int_to_float32(object value):
+    """A Python int rounded once to float32 (via double it could round twice beyond 2^53):
+    keep 24 significant bits, rounding half to even, then the conversion is exact."""
+    shift = abs(value).bit_length() - 24          # Python ints throughout: no overflow
+    if shift <= 0:
+        return float(value)
+    q, rem = divmod(abs(value), 2 ** shift)
+    half = 2 ** (shift - 1)
+    if rem > half or (rem == half and q & 1):
+        q += 1
+    sign = 1.0 if value > 0 else -1.0
+    return sign * float(q * 2 ** shift) if q * 2 ** shift < 2 ** 128 else sign * float('inf')
+
 cdef uint64_t scalar_bits(object value, uint8_t vt) except *:
     if vt == T_FLOAT32:
+        if type(value) is int and not -(1 << 53) <= value <= (1 << 53):
+            value = int_to_float32(value)
         return from_f32(<float> <double> value)
     if vt == T_FLOAT64:
         return from_f64(<double> value)

@@ -5,8 +5,21 @@ import numpy as np
 import pytest
 
 import pbc
-from pbc.llvm import (Array2i, Array3f, Array4f, Bool, Float, Float64, Int, Int64, Matrix3f,
-                      TensorXf, TensorXu, UInt, UInt32)
+from pbc.llvm import (
+    Array2i,
+    Array3f,
+    Array4f,
+    Bool,
+    Float,
+    Float64,
+    Int,
+    Int64,
+    Matrix3f,
+    TensorXf,
+    TensorXu,
+    UInt,
+    UInt32,
+)
 
 
 def test_construction_forms():

@@ -201,3 +201,31 @@ def test_empty_operands_give_empty_results():
     idx = pbc.compress(Bool(False, False))
     pbc.scatter(x, pbc.gather(Float, src, idx), pbc.arange(UInt32, len(idx)))
     np.testing.assert_array_equal(x.numpy(), [0, 0])
+
+
+def test_scatters_into_one_array_keep_program_order():
+    """Queued scatters run fused packet by packet; a plain scatter must still land after
+    the ones before it (same-op atomic reductions commute and stay fused)."""
+    perm = np.random.default_rng(1).permutation(64).astype(np.uint32)
+    t = pbc.zeros(Int32, 64)
+    pbc.scatter(t, 1, UInt32(perm[::-1].copy()))
+    pbc.scatter(t, 2, UInt32(perm))
+    assert set(t.numpy().tolist()) == {2}
+    a = pbc.zeros(Int32, 4)
+    pbc.kernel_history_clear()
+    with pbc.scoped_set_flag(pbc.JitFlag.KernelHistory, True):
+        pbc.scatter_add(a, 1, UInt32(0, 0))
+        pbc.scatter_add(a, 1, UInt32(0, 1))
+        pbc.scatter_reduce(pbc.ReduceOp.Max, a, 5, UInt32(3))
+        assert a.numpy().tolist() == [3, 1, 0, 5]
+        assert len(pbc.kernel_history()) == 2       # the two additions ran fused
+
+
+def test_wide_indices_are_bounds_checked_not_wrapped():
+    from pbc.llvm import Int64, UInt64
+    src = Float(1, 2, 3)
+    np.testing.assert_array_equal(pbc.gather(Float, src, Int64(2**32, 1, -1)).numpy(),
+                                  [0, 2, 0])
+    t = Float(0, 0, 0)
+    pbc.scatter(t, 5.0, UInt64(2**32 + 1, 2))
+    np.testing.assert_array_equal(t.numpy(), [0, 0, 5])

@@ -4,8 +4,25 @@ bit with the compiled kernel."""
 
 import numpy as np
 import pytest
-from oracle import (DTYPES, FLOATS, INTS, TYPES, as_numpy, assert_same, cast, flat, int_div,
-                    int_mod, lzcnt, mul_hi, popcnt, sample, shl, shr, tzcnt)
+from oracle import (
+    DTYPES,
+    FLOATS,
+    INTS,
+    TYPES,
+    as_numpy,
+    assert_same,
+    cast,
+    flat,
+    int_div,
+    int_mod,
+    lzcnt,
+    mul_hi,
+    popcnt,
+    sample,
+    shl,
+    shr,
+    tzcnt,
+)
 
 import pbc
 
@@ -198,3 +215,10 @@ def test_out_of_range_shifts_and_casts_never_reach_a_division():
     f = Float(3e9, -3e9, np.nan, 5.5)
     assert (Int32(100) / Int32(f)).numpy().tolist() == [0, 0, 0, 20]
     assert (UInt32(100) // UInt32(f)).numpy().tolist() == [0, 0, 0, 20]
+
+
+def test_python_ints_round_once_to_float32():
+    from pbc.llvm import Float
+    v = 2**60 + 2**36 + 1            # via double it would round twice, to 2**60
+    assert Float(v)[0] == 2.0**60 + 2**37 and (Float(1.0) * v)[0] == 2.0**60 + 2**37
+    assert Float(-v)[0] == -(2.0**60 + 2**37) and Float(2**200)[0] == np.inf
