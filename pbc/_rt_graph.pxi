@@ -109,9 +109,10 @@ def set_flags(uint32_t value):
 cdef void grow_arena() except *:
     global vars, vars_cap
     cdef uint32_t new_cap = 65536 if vars_cap == 0 else vars_cap * 2
-    cdef Var* p = <Var*> realloc(vars, new_cap * sizeof(Var))
-    if p == NULL:
-        raise MemoryError('pbc: cannot grow the variable arena')
+    cdef Var* p = <Var*> table_alloc(new_cap * sizeof(Var))
+    if vars != NULL:
+        memcpy(p, vars, vars_cap * sizeof(Var))
+        free(vars)
     memset(p + vars_cap, 0, (new_cap - vars_cap) * sizeof(Var))
     cdef uint32_t i
     # Slot 0 means "no variable" and is never handed out.
@@ -142,6 +143,16 @@ cdef enum:
 cdef size_t CACHE_MAX_TOTAL = <size_t> 1 << 30
 cdef unordered_map[size_t, vector[void*]] free_buffers
 cdef size_t cached_bytes = 0
+
+cdef void* table_alloc(size_t nb) except NULL:
+    """Memory for the runtime's own tables. Tracing touches them at random (value numbering)
+    or all over (the arena): huge pages spare a TLB miss on most accesses."""
+    cdef void* p = NULL
+    if posix_memalign(&p, HUGE if nb >= HUGE else 64, nb) != 0 or p == NULL:
+        raise MemoryError(f'pbc: cannot allocate {nb} bytes for the trace tables')
+    if nb >= HUGE:
+        madvise(p, nb, MADV_HUGEPAGE)
+    return p
 
 cdef void* mem_alloc(uint8_t vt, size_t n) except NULL:
     global mem_bytes, mem_peak, cached_bytes
@@ -221,9 +232,7 @@ cdef void vn_resize(size_t cap) except *:
     global vn_table, vn_mask, vn_used
     cdef VNEntry* old = vn_table
     cdef size_t old_cap = vn_mask + 1 if old != NULL else 0, k, j
-    vn_table = <VNEntry*> malloc(cap * sizeof(VNEntry))
-    if vn_table == NULL:
-        raise MemoryError('pbc: cannot grow the value-numbering table')
+    vn_table = <VNEntry*> table_alloc(cap * sizeof(VNEntry))
     memset(vn_table, 0, cap * sizeof(VNEntry))
     vn_mask = cap - 1
     vn_used = vn_live
@@ -244,9 +253,9 @@ cdef inline VNEntry* vn_find(uint64_t h) noexcept:
         j = (j + 1) & vn_mask
     return NULL
 
-cdef void vn_insert(uint64_t h, uint32_t i) except *:
+cdef void vn_insert(uint64_t h, uint32_t i, VNEntry* e) except *:
+    """Registers node i under hash h; e is what vn_find(h) returned just before."""
     global vn_used, vn_live
-    cdef VNEntry* e = vn_find(h)
     if e != NULL:
         e.id = i               # a colliding node takes over the entry
         return
@@ -334,11 +343,11 @@ cdef uint32_t var_new(uint16_t op, uint8_t vt, uint32_t size, uint32_t d0, uint3
     cdef uint64_t h = 0
     cdef uint32_t i, k
     cdef Var* v
-    cdef VNEntry* e
+    cdef VNEntry* e = NULL
     cdef bint vn = (jit_flags & 2) and vn_eligible(op, extra)
     if vn:
         h = var_hash(op, vt, size, dep, lit, extra, backend)
-        e = vn_find(h)
+        e = vn_find(h)          # a miss leaves e NULL, a collision an entry to take over
         if e != NULL:
             i = e.id
             v = &vars[i]
@@ -374,7 +383,7 @@ cdef uint32_t var_new(uint16_t op, uint8_t vt, uint32_t size, uint32_t d0, uint3
     if vn:
         v.hash = h
         v.flags |= F_VN
-        vn_insert(h, i)
+        vn_insert(h, i, e)
     return i
 
 cdef uint32_t var_data(uint8_t vt, uint32_t size, void* data, uint8_t backend) except 0:
