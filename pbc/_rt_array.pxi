@@ -34,11 +34,6 @@ def class_for(x, str tname):
     """The class of element type `tname` on the backend of array (or class) x."""
     return CLASSES[x._backend_code * 16 + TYPE_NAMES.index(tname)]
 
-def wrap_index(cls, uint32_t idx):
-    """Python-visible wrap: takes a new reference to variable idx."""
-    inc_ext(idx)
-    return wrap(cls._backend_code, vars[idx].vtype, idx)
-
 cdef inline uint8_t promote(uint8_t a, uint8_t b) noexcept nogil:
     return a if a > b else b
 
@@ -348,10 +343,6 @@ cdef uint32_t copy_in(object arr, uint8_t vt, uint8_t backend) except 0:
         memcpy(p, &src[0], n * TYPE_SIZE[vt])
     return var_data(vt, n, p, backend)
 
-def copy_from_numpy(cls, arr):
-    """A new evaluated array of class cls holding a copy of the 1-D contiguous array arr."""
-    return wrap(cls._backend_code, cls._vt_code, copy_in(arr, cls._vt_code, cls._backend_code))
-
 cdef object to_numpy(ArrayBase a):
     eval_var(a._index)
     cdef Var* v = &vars[a._index]
@@ -412,25 +403,10 @@ def counter(cls, uint32_t size):
     return wrap(cls._backend_code, T_UINT32,
                 var_new(OP_COUNTER, T_UINT32, size, 0, 0, 0, 0, 0, 0, cls._backend_code))
 
-def literal_value(ArrayBase a):
-    """The Python value of a literal array, or None if a is not a literal."""
-    cdef Var* v = &vars[a._index]
-    return bits_to_python(v.literal, v.vtype) if v.op == OP_LITERAL else None
-
-def eval_array(ArrayBase a):
-    eval_var(a._index)
-
 def data_address(ArrayBase a):
     """Address of the evaluated buffer (evaluates; 0 for literals)."""
     eval_var(a._index)
     return <uintptr_t> vars[a._index].data
-
-def resize_literal(ArrayBase a, uint32_t size):
-    """A literal of width 1 broadcast to `size` lanes (a new array)."""
-    cdef Var* v = &vars[a._index]
-    if v.op != OP_LITERAL:
-        raise ValueError('pbc: only literals can be resized')
-    return wrap(a._backend, a._vt, var_literal(v.vtype, size, v.literal, a._backend))
 
 def make_opaque(ArrayBase a):
     """Turns a literal into a memory-backed variable in place (changing it won't recompile)."""

@@ -60,7 +60,6 @@ cdef enum Flag:
     F_OWNS = 4         # data points to memory this runtime allocated
     F_SYMBOLIC = 8     # recorded inside a symbolic region (loops, calls: later issues)
     F_FREE = 16        # the slot is on the free list
-    F_WRITE = 32       # a PTR used by scatters: holds its target by ref_se, not ref_int
     F_EXTRA = 64       # has operands beyond dep[4], kept in extra_deps
 
 ctypedef struct Var:
@@ -77,7 +76,8 @@ ctypedef struct Var:
     uint16_t op
     uint8_t vtype
     uint8_t flags
-    uint8_t extra         # cast source type, scatter reduction, pointer-write marker
+    uint8_t extra         # cast source type, scatter reduction; PTR: 1 = written by scatters
+                          # (holds its target by ref_se, which does not force copies)
     uint8_t backend
 
 cdef Var* vars = NULL
@@ -121,9 +121,6 @@ cdef void grow_arena() except *:
         free_ids.push_back(i)
     vars = p
     vars_cap = new_cap
-
-cdef inline Var* V(uint32_t i) noexcept nogil:
-    return &vars[i]
 
 # ---- memory ------------------------------------------------------------------------------
 cdef extern from "sys/mman.h" nogil:
@@ -414,12 +411,6 @@ def live_variables():
 def memory_usage():
     """(bytes in use, peak bytes in use, live variable count, bytes cached for reuse)."""
     return mem_bytes, mem_peak, live_count, cached_bytes
-
-def var_inc_ref(uint32_t i):
-    inc_ext(i)
-
-def var_dec_ref(uint32_t i):
-    dec_ext(i)
 
 cdef bint any_dirty(uint32_t* deps, int n) noexcept:
     cdef int k
