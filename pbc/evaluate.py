@@ -57,13 +57,11 @@ def _run_group(backend_code, size, outputs, ids):
     if entry is None:
         kernel, layout = assemble(be.name, outputs, _runtime.group_records(ids), size)
         entry = be.compile(kernel, layout, key)
-        if flag(JitFlag.PrintIR):
-            print(entry.ir)
         hit, backend_time = entry.cache_hit, entry.backend_time
     else:
         hit, backend_time = 'memory', 0.0
-        if flag(JitFlag.PrintIR):
-            print(entry.ir)
+    if flag(JitFlag.PrintIR):
+        print(entry.ir)
     buffers = []
     try:
         for _, tname in entry.layout.outputs:

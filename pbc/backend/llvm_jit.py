@@ -23,7 +23,6 @@ class CompiledKernel(NamedTuple):
     ir: str
     cache_hit: str         # how the first request for it was served
     backend_time: float    # LLVM compile (or cache load) time
-    render_time: float
 
 
 class CompileError(RuntimeError):
@@ -70,7 +69,6 @@ class LLVMBackend:
     def compile(self, kernel, layout, group_key):
         """Renders and compiles `kernel` (through the memory and disk caches, keyed on the
         IR text) and remembers it under the trace group's key."""
-        t0 = time.perf_counter()
         text = render(kernel, self.width)
         key = hashlib.sha256((self.machine_id + '\n' + text).encode()).hexdigest()[:32]
         t1 = time.perf_counter()
@@ -89,7 +87,7 @@ class LLVMBackend:
                            .export_symbol('kernel').link(self.jit, f'pbc_kernel_{self.counter}'))
             loaded = self.memory[key] = (tracker, tracker['kernel'])
         entry = CompiledKernel(loaded[1], layout, key, kernel.ir_ops, kernel.uses('print'),
-                               text, hit, time.perf_counter() - t1, t1 - t0)
+                               text, hit, time.perf_counter() - t1)
         self.groups[group_key] = entry
         return entry
 
