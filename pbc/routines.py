@@ -338,9 +338,11 @@ def none(x):
 def mean(x):
     if isinstance(x, Tensor):
         return type(x)(mean(x.array), shape=())
-    n = len(x) if isinstance(x, ArrayBase) else x.Size
-    return sum(x) / n if isinstance(x, ArrayBase) and _is_float(x) else \
-        sum(_runtime.class_for(x, 'float32')(x)) / n
+    if isinstance(x, StaticArray):           # across components, as sum()
+        return sum(x) / x.Size
+    if not _is_float(x):
+        x = _runtime.class_for(x, 'float32')(x)
+    return sum(x) / len(x)
 
 
 def count(mask):
