@@ -28,6 +28,7 @@ static struct {
     void *params;
     int64_t n, block, nblocks;
     int64_t next, done;        /* accessed atomically */
+    int fork_handler;          /* pbc_pool_after_fork is registered */
 } pbc_pool = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, PTHREAD_COND_INITIALIZER};
 
 static void pbc_pool_work(pbc_fn fn, void *params, int64_t n, int64_t block, int64_t nblocks) {
@@ -73,6 +74,15 @@ static void *pbc_pool_worker(void *arg) {
     return NULL;
 }
 
+/* A forked child has none of the parent's threads, and a worker may have held the lock
+ * at the fork: start over with fresh state (workers are started again on demand). */
+static void pbc_pool_after_fork(void) {
+    pthread_mutex_init(&pbc_pool.mu, NULL);
+    pthread_cond_init(&pbc_pool.wake, NULL);
+    pthread_cond_init(&pbc_pool.finished, NULL);
+    pbc_pool.workers = pbc_pool.allowed = pbc_pool.active = 0;
+}
+
 /* Runs fn over [0, n) in blocks of `block` lanes on up to `threads` threads (the caller is
  * one of them). Returns 0, or -1 if a worker thread could not be started (the job then
  * still completes on the threads that exist). */
@@ -84,6 +94,10 @@ static int pbc_pool_run(pbc_fn fn, void *params, int64_t n, int64_t block, int t
         return 0;
     }
     pthread_mutex_lock(&pbc_pool.mu);
+    if (pbc_pool.workers == 0 && !pbc_pool.fork_handler) {
+        pthread_atfork(NULL, NULL, pbc_pool_after_fork);
+        pbc_pool.fork_handler = 1;
+    }
     while (pbc_pool.workers < threads - 1) {
         pthread_t t;
         pthread_attr_t attr;

@@ -194,3 +194,18 @@ def test_failed_operation_leaves_inputs_intact():
 def test_ad_alias_module():
     import pbc.llvm.ad as ad
     assert ad.Float is Float
+
+
+def test_kernels_run_in_a_forked_child():
+    """The thread pool starts over in a child process (its threads did not survive fork)."""
+    import multiprocessing
+    x = pbc.arange(Float, 1_000_000) * 2       # a multi-threaded launch in the parent first
+    pbc.eval(x)
+    ctx = multiprocessing.get_context('fork')
+    with ctx.Pool(1) as pool:
+        total = pool.apply(_sum_in_child, (1_000_000,))
+    assert total == float(np.arange(1_000_000, dtype=np.float64).sum() * 3)
+
+
+def _sum_in_child(n):
+    return float(pbc.sum(pbc.arange(Float64, n) * 3)[0])
