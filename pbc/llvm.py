@@ -3,6 +3,7 @@
 import sys
 
 from .array import make_flat_types
+from .pcg32 import make_pcg32
 from .tensor import make_tensor_types
 from .vector import make_vector_types
 
@@ -10,6 +11,7 @@ _flat = make_flat_types(0, __name__)
 globals().update(_flat)
 globals().update(make_vector_types(_flat, __name__))
 globals().update(make_tensor_types(_flat, __name__))
+PCG32 = make_pcg32(_flat, __name__)
 
 # pbc's float arrays are differentiable themselves: pbc.llvm.ad is pbc.llvm.
 ad = sys.modules[__name__]
