@@ -514,6 +514,8 @@ def _power_int(x, n):
         m >>= 1
         if m:
             base = base * base
+    if result is x and isinstance(x, ArrayBase):
+        result = type(x)(x)      # x**1: a new array, never the operand (scatters copy)
     return 1.0 / result if n < 0 else result
 
 

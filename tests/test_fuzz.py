@@ -649,10 +649,6 @@ def gen_unary(prog, name):
     if a is None:
         return False
     t = prog.kind(a)
-    if name in ('floor', 'ceil', 'round', 'trunc') and t not in FLOATS:
-        # these return an integer array itself: a copy keeps in-place scatters into either
-        # node from changing the other
-        template = f'{CLASS[t]}({template})'
     elementwise(prog, template, fn, t, t, (a,))
 
 
@@ -760,8 +756,7 @@ def gen_pow(prog, name):
         if k < 0:
             return np_scalar(1.0, rt) / np_cast(result, t, rt)
         return result
-    template = f'{{a}} ** {k}' if k != 1 else f'{CLASS[t]}({{a}} ** 1)'   # x ** 1 is x itself
-    elementwise(prog, template, fn, t, rt, (a,))
+    elementwise(prog, f'{{a}} ** {k}', fn, t, rt, (a,))
 
 
 def mod_index(prog, idx, n):

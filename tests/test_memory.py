@@ -93,10 +93,10 @@ def test_scatter_copies_shared_targets():
 
 
 def test_results_never_alias_their_operands():
-    """Ops that return their input's variable (abs of unsigned, +x, x * 1, floor of an int)
+    """Ops that return their input's variable (abs of unsigned, +x, x * 1, floor of an int, x**1)
     still give a new array: a scatter into the result leaves the operand alone."""
     x = UInt32(1, 2, 3)
-    for y in (abs(x), +x, x * 1, pbc.floor(x), x + 0):
+    for y in (abs(x), +x, x * 1, pbc.floor(x), x + 0, x ** 1):
         assert y is not x
         pbc.scatter(y, 9, UInt32(0))
         assert x.numpy().tolist() == [1, 2, 3] and y.numpy().tolist() == [9, 2, 3]
