@@ -5,6 +5,7 @@ from . import (
                        _runtime,
                        llvm,  # noqa: F401  (registers the CPU backend's array types)
 )
+from .control import Loop, hint, if_stmt, loop_stats, while_loop
 from .debug import graphviz, whos
 from .device_print import print  # noqa: A001
 from .evaluate import (

@@ -154,6 +154,9 @@ cdef void eval_var(uint32_t i) except *:
     cdef Var* v = &vars[i]
     if (v.op == OP_DATA or v.op == OP_LITERAL) and not (v.flags & F_DIRTY):
         return
+    check_evaluable(i)
+    if v.flags & F_DIRTY:
+        check_dirty_read(i)
     if v.op != OP_DATA and v.op != OP_LITERAL:
         inc_ext(i)
         todo.push_back(i)

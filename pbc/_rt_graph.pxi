@@ -39,6 +39,7 @@ cdef enum Op:
     OP_EQ, OP_NE, OP_LT, OP_LE, OP_GT, OP_GE,
     OP_FMA, OP_SELECT,
     OP_GATHER, OP_SCATTER, OP_PRINT,
+    OP_LOOP_START, OP_LOOP_PHI, OP_LOOP_COND, OP_LOOP_END, OP_LOOP_OUTPUT,
     OP_COUNT
 
 OP_NAMES = ('literal', 'data', 'counter', 'ptr',
@@ -47,7 +48,8 @@ OP_NAMES = ('literal', 'data', 'counter', 'ptr',
             'add', 'sub', 'mul', 'div', 'mod', 'min', 'max',
             'and', 'or', 'xor', 'shl', 'shr', 'mulhi',
             'eq', 'ne', 'lt', 'le', 'gt', 'ge',
-            'fma', 'select', 'gather', 'scatter', 'print')
+            'fma', 'select', 'gather', 'scatter', 'print',
+            'loop_start', 'loop_phi', 'loop_cond', 'loop_end', 'loop_output')
 assert len(OP_NAMES) == OP_COUNT
 
 # Reduction kinds of scatter_reduce (stored in Var.extra of a scatter).
@@ -58,7 +60,6 @@ cdef enum Flag:
     F_DIRTY = 1        # the variable is the target of queued scatters
     F_VN = 2           # the variable is registered in the value-numbering map
     F_OWNS = 4         # data points to memory this runtime allocated
-    F_SYMBOLIC = 8     # recorded inside a symbolic region (loops, calls: later issues)
     F_FREE = 16        # the slot is on the free list
     F_EXTRA = 64       # has operands beyond dep[4], kept in extra_deps
 
@@ -85,6 +86,10 @@ cdef uint32_t vars_cap = 0
 cdef vector[uint32_t] free_ids
 # Operands beyond the four inline ones (device prints; later: call arguments), by node id.
 cdef unordered_map[uint32_t, vector[uint32_t]] extra_deps
+# Symbolic loops being recorded (their loop_start ids, innermost last), and the loop each
+# node recorded in a loop body belongs to (its loop_start id; absent: the top level).
+cdef vector[uint32_t] scope_stack
+cdef unordered_map[uint32_t, uint32_t] scope_of
 cdef vector[uint32_t] todo          # scheduled for the next eval (each holds one ref_ext)
 cdef vector[uint32_t] side_effects  # queued scatters (each holds one ref_ext)
 cdef uint64_t mem_bytes = 0
@@ -208,9 +213,9 @@ cdef inline uint64_t var_hash(uint16_t op, uint8_t vt, uint32_t size, uint32_t* 
     return h ^ (h >> 32)     # the table indexes with the low bits: fold the high ones in
 
 cdef inline bint vn_eligible(uint16_t op, uint8_t extra) noexcept nogil:
-    # Side effects are never shared; pointers are (several scatters into one array then
-    # pass its address once).
-    return op != OP_DATA and op != OP_SCATTER and op != OP_PRINT
+    # Side effects and loop structure are never shared; pointers are (several scatters
+    # into one array then pass its address once).
+    return op != OP_DATA and op != OP_SCATTER and op != OP_PRINT and op < OP_LOOP_START
 
 # The value-numbering table: open addressing with linear probing, one entry per hash
 # (a colliding node replaces the entry), tombstones for removals. Cheaper than a node-based
@@ -325,6 +330,8 @@ cdef void release(uint32_t root) noexcept:
                 if vars[d].ref_ext == 0 and vars[d].ref_int == 0 and vars[d].ref_se == 0:
                     stack.push_back(d)
             extra_deps.erase(i)
+        if not scope_of.empty():
+            scope_of.erase(i)
         memset(v, 0, sizeof(Var))
         v.flags = F_FREE
         free_ids.push_back(i)
@@ -353,6 +360,9 @@ cdef uint32_t var_new(uint16_t op, uint8_t vt, uint32_t size, uint32_t d0, uint3
                     and v.dep[1] == d1 and v.dep[2] == d2 and v.dep[3] == d3):
                 v.ref_ext += 1
                 return i
+    cdef uint32_t scope = 0
+    if not scope_of.empty() or not scope_stack.empty():
+        scope = scope_for(op, dep)
     if free_ids.empty():
         grow_arena()
     i = free_ids.back()
@@ -377,6 +387,8 @@ cdef uint32_t var_new(uint16_t op, uint8_t vt, uint32_t size, uint32_t d0, uint3
             else:
                 vars[dep[k]].ref_int += 1
     live_count += 1
+    if scope:
+        scope_of[i] = scope
     if vn:
         v.hash = h
         v.flags |= F_VN
@@ -459,8 +471,9 @@ cdef bint postorder(uint32_t root, vector[uint32_t]& out, size_t limit) noexcept
                 return False
             continue
         expanded[expanded.size() - 1] = 1
-        if v.flags & F_EXTRA:
-            for d in extra_deps[i]:
+        if v.flags & F_EXTRA:       # reversed, so they are emitted in order (side effects)
+            for k in range(<int> extra_deps[i].size() - 1, -1, -1):
+                d = extra_deps[i][k]
                 if vars[d].mark != epoch:
                     stack.push_back(d)
                     expanded.push_back(0)

@@ -36,6 +36,7 @@ def schedule(uint32_t i):
     cdef Var* v = &vars[i]
     if v.op == OP_DATA or v.op == OP_LITERAL:
         return bool(v.flags & F_DIRTY)
+    check_evaluable(i)
     inc_ext(i)
     todo.push_back(i)
     return True
@@ -44,8 +45,9 @@ def has_pending():
     return not todo.empty() or not side_effects.empty()
 
 cdef tuple node_record(uint32_t i):
-    """(id, op, type, size, operand positions, literal, extra): what assembly needs of a node
-    (memory addresses vary per launch and come from group_summary's leaves instead)."""
+    """(id, op, type, size, operand positions, literal, extra, scope): what assembly needs
+    of a node (memory addresses vary per launch and come from group_summary's leaves
+    instead). scope: position of the loop_start of the loop body it is in, or -1."""
     cdef Var* v = &vars[i]
     cdef uint32_t* d = v.dep
     deps = ()
@@ -60,7 +62,9 @@ cdef tuple node_record(uint32_t i):
             deps = (vars[d[0]].pos, vars[d[1]].pos, vars[d[2]].pos, vars[d[3]].pos)
         if v.flags & F_EXTRA:
             deps += tuple([vars[e].pos for e in extra_deps[i]])
-    return (i, v.op, v.vtype, v.size, deps, v.literal, v.extra)
+    cdef uint32_t s = node_scope(i)
+    return (i, v.op, v.vtype, v.size, deps, v.literal, v.extra,
+            <int64_t> vars[s].pos if s else -1)
 
 cdef list topo_order(vector[uint32_t]& roots):
     """Node records of everything the roots need, dependencies first."""
@@ -120,10 +124,16 @@ cdef tuple summarize(vector[uint32_t]& roots, uint32_t size, list outputs):
             if v.flags & F_EXTRA:
                 for d in extra_deps[i]:
                     w = mix(w, vars[d].pos + 1)
+            if not scope_of.empty():
+                d = node_scope(i)
+                if d:
+                    w = mix(w, vars[d].pos + 0x10000)
         h1 = mix(h1, w)
         h2 = mix_b(h2, w)
         if v.op == OP_PRINT:
             lit = <uint64_t> <int64_t> hash(print_formats[v.literal])
+        elif v.op == OP_LOOP_START:
+            lit = 0                   # a serial number: equal loops must share kernels
         else:
             lit = v.literal
         h1 = mix(h1, lit)
@@ -156,21 +166,28 @@ def take_groups():
         by_size.setdefault((v.backend, v.size), []).append(i)
     groups = []
     for (backend, size), ids in by_size.items():
-        outputs = list(dict.fromkeys(
-            [i for i in ids if vars[i].op != OP_SCATTER and vars[i].op != OP_PRINT]))
-        effects = [i for i in ids if vars[i].op == OP_SCATTER or vars[i].op == OP_PRINT]
+        # Side effects (scatters, prints, loops that write memory) have no value.
+        outputs = list(dict.fromkeys([i for i in ids if vars[i].vtype != T_VOID]))
+        effects = [i for i in ids if vars[i].vtype == T_VOID]
         groups.append((backend, size, outputs, effects, ids))
     return [i for i in all_roots], groups
 
 def release_roots(list roots):
     """Gives back the queue references; clears the dirty marks of executed scatter targets."""
-    cdef uint32_t i
-    cdef uint32_t t
+    cdef uint32_t i, t, k
+    cdef vector[uint32_t] stack
     for i in roots:
+        stack.push_back(i)
+    while not stack.empty():          # scatters, also those inside loops
+        i = stack.back()
+        stack.pop_back()
         if vars[i].op == OP_SCATTER:
             t = vars[vars[i].dep[0]].dep[0]
             vars[t].flags &= ~F_DIRTY
             pending_reduce.pop(t, None)
+        elif vars[i].op == OP_LOOP_END:
+            for k in range(2 * <uint32_t> vars[i].literal, extra_deps[i].size()):
+                stack.push_back(extra_deps[i][k])
     for i in roots:
         dec_ext(i)
 

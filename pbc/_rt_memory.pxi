@@ -48,7 +48,7 @@ def gather(cls, ArrayBase source, index, active=True):
         ii = index_operand(index, be, &im)
         if vars[src].flags & F_DIRTY:
             eval_var(src)
-        if jit_flags & 512:
+        if jit_flags & 512 and scope_stack.empty():
             check_bounds('gather', ii, im, n, be)
         if vars[src].op == OP_LITERAL:
             t = var_literal(vt, result_size(OP_GATHER, ii, im, 0, 0), vars[src].literal, be)
@@ -110,24 +110,31 @@ cdef void scatter_obj(ArrayBase target, object value, object index, object activ
         im = operand(active, T_BOOL, be)
         ii = index_operand(index, be, &im)
         flush_if_dirty(iv, ii, im, 0)
-        size = result_size(OP_SCATTER, iv, ii, im, 0)
-        if jit_flags & 512:
+        if jit_flags & 512 and scope_stack.empty():
             check_bounds('scatter' if reduce == 0 else 'scatter_reduce', ii, im,
                          vars[target._index].size, be)
-        if (vars[target._index].flags & F_DIRTY) and (
-                reduce == 0 or pending_reduce.get(target._index, 0) != reduce):
+        apply_mask(&im)
+        size = result_size(OP_SCATTER, iv, ii, im, 0)
+        in_body = target._index in scope_targets and scope_depth(
+            scope_targets[target._index]) > 0
+        if (vars[target._index].flags & F_DIRTY) and not in_body and (
+                reduce == 0 or pending_reduce.get(target._index, 0) != reduce
+                or not scope_stack.empty()):
             # Scatters queued into one array run fused, lane packet by lane packet: only
             # the same atomic reduction commutes with what is pending. Anything else must
-            # come after it, as the program says.
+            # come after it, as the program says. (Writes recorded in one loop body keep
+            # their order: they are ordered operands of the loop.)
             eval_var(target._index)
         own_target(target)
         if size == 0:
             return
         ptr = var_pointer(target._index, True)
         s = var_new(OP_SCATTER, T_VOID, size, ptr, iv, ii, im, 0, reduce, be)
-        side_effects.push_back(s)
+        queue_effect(s)
         vars[target._index].flags |= F_DIRTY
         pending_reduce[target._index] = reduce
+        if not scope_stack.empty() and not in_body:
+            scope_targets[target._index] = scope_stack.back()
     finally:
         for x in (iv, ii, im, ptr):
             dec_ext(x)
@@ -153,6 +160,7 @@ def device_print(str fmt, list values, active):
     cdef uint32_t im = 0, p, size, s
     try:
         im = operand(active, T_BOOL, be)
+        apply_mask(&im)
         size = vars[im].size
         for x in values:
             deps.push_back((<ArrayBase> x)._index)
@@ -166,6 +174,6 @@ def device_print(str fmt, list values, active):
         print_formats.append(fmt)
         p = var_new(OP_PRINT, T_VOID, size, im, 0, 0, 0, len(print_formats) - 1, 0, be)
         set_extra_deps(p, deps)
-        side_effects.push_back(p)      # the queue owns the new reference
+        queue_effect(p)                # the queue owns the new reference
     finally:
         dec_ext(im)

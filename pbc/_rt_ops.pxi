@@ -10,7 +10,8 @@ OP_ALLOW[:] = [
     6, 6, 6, 6, 6, 6, 6,   # add sub mul div mod min max
     7, 7, 7, 2, 2, 2,      # and or xor shl shr mulhi
     7, 7, 6, 6, 6, 6,      # eq ne lt le gt ge
-    6, 7, 7, 7, 7]         # fma select gather scatter print
+    6, 7, 7, 7, 7,         # fma select gather scatter print
+    7, 7, 7, 7, 7]         # loop_start loop_phi loop_cond loop_end loop_output
 
 cdef inline uint8_t kind_bit(uint8_t vt) noexcept nogil:
     return 1 if vt == T_BOOL else (4 if is_float(vt) else 2)
@@ -25,7 +26,11 @@ cdef void flush_if_dirty(uint32_t a, uint32_t b, uint32_t c, uint32_t d) except 
     """A read of a variable with queued scatters must see them: run them first."""
     cdef uint32_t deps[4]
     deps[0] = a; deps[1] = b; deps[2] = c; deps[3] = d
+    cdef int k
     if any_dirty(deps, 4):
+        for k in range(4):
+            if deps[k] and (vars[deps[k]].flags & F_DIRTY):
+                check_dirty_read(deps[k])
         eval_hook()
 
 cdef str op_name(uint16_t op):

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from . import _runtime
-from .ops import ARITY, TRACE_OPS, TYPE_NAMES
+from .ops import ARITY, LOOP_OPS, TRACE_OPS, TYPE_NAMES
 
 
 class Instr(NamedTuple):
@@ -28,6 +28,16 @@ class Param(NamedTuple):
 
 
 @dataclass
+class Loop:
+    """A symbolic loop of a Kernel: its instructions run from `loop_start` to `loop_end`;
+    the test is computed between the start and `loop_cond`."""
+    phis: list = field(default_factory=list)       # registers of the state at the top
+    updates: list = field(default_factory=list)    # their values at the end of an iteration
+    cond: int = -1                                 # the loop_cond register
+    uniform: bool = False      # the test does not vary across lanes: no masks needed
+
+
+@dataclass
 class Kernel:
     backend: str
     # Outputs far larger than the caches are written around them (non-temporal stores):
@@ -35,9 +45,12 @@ class Kernel:
     streaming: bool = False
     instrs: list = field(default_factory=list)
     params: list = field(default_factory=list)
-    # Room for the control-flow issues: loop blocks and deduplicated call targets.
     loops: list = field(default_factory=list)
     subroutines: list = field(default_factory=list)
+    # Registers whose value is the same in every lane (literals, scalar parameters and what
+    # is computed from them alone, including loop counters): backends may keep them scalar.
+    uniform: frozenset = frozenset()
+    removed_state: int = 0     # loop state variables dropped as never read (OptimizeLoops)
 
     @property
     def ir_ops(self):
@@ -64,9 +77,16 @@ class Layout:
 STREAMING_LANES = 1 << 23
 
 
-def assemble(backend, outputs, records, size):
+# Ops whose result is uniform when all operands are (pure and elementwise).
+UNIFORM_OPS = frozenset(ARITY) - {'counter', 'load', 'ptr', 'store', 'gather', 'scatter',
+                                  'print', 'cast', 'bitcast', *LOOP_OPS}
+
+
+def assemble(backend, outputs, records, size, optimize_loops=True):
     """Builds a Kernel (and its parameter Layout) for `size` lanes from node records in
-    topological order (see _runtime.group_records)."""
+    topological order (see _runtime.group_records). With `optimize_loops`, loop state that
+    nothing reads after the loop and that does not feed the loop test or side effects is
+    dropped from the loop."""
     scalar = size == 1
     k = Kernel(backend, streaming=size >= STREAMING_LANES)
     sources = []
@@ -76,11 +96,19 @@ def assemble(backend, outputs, records, size):
         sources.append(source)
         return len(k.params) - 1
 
-    pos_of = {}
-    for pos, (nid, op_code, vt, vsize, deps, lit, extra) in enumerate(records):
+    order = _loop_order(records)
+    if len(order) > 1 and any(TRACE_OPS[r[1]] == 'loop_end' for r in records):
+        live = _live(records, outputs, optimize_loops)
+        k.removed_state = sum(1 for p in order if TRACE_OPS[records[p][1]] == 'loop_phi'
+                              and p not in live)
+        order = [p for p in order if p in live]
+    reg_of = {}
+    loop_of = {}                 # loop_start position -> loop number
+    for pos in order:
+        nid, op_code, vt, vsize, deps, lit, extra, _ = records[pos]
         op = TRACE_OPS[op_code]
         tname = TYPE_NAMES[vt]
-        pos_of[nid] = pos
+        reg = reg_of[pos] = len(k.instrs)
         if op == 'data':
             if scalar or vsize == 1:
                 k.instrs.append(Instr('load1', tname, slot=add_param('in1', tname, (pos, 0))))
@@ -91,15 +119,123 @@ def assemble(backend, outputs, records, size):
             add_param('size', 'uint64', (pos, 1))
             k.instrs.append(Instr('ptr', 'ptr', slot=slot))
         elif op == 'print':
-            k.instrs.append(Instr(op, tname, tuple(deps), text=_runtime.format_string(nid)))
+            k.instrs.append(Instr(op, tname, tuple(reg_of[d] for d in deps),
+                                  text=_runtime.format_string(nid)))
+        elif op == 'loop_start':
+            loop_of[pos] = len(k.loops)
+            k.loops.append(Loop())
+            k.instrs.append(Instr(op, 'void', literal=loop_of[pos]))
+        elif op == 'loop_phi':
+            k.instrs.append(Instr(op, tname, (reg_of[deps[1]],), literal=loop_of[deps[0]]))
+        elif op == 'loop_cond':
+            n = loop_of[deps[0]]
+            k.loops[n].cond = reg
+            k.instrs.append(Instr(op, tname, tuple(reg_of[d] for d in deps[1:]), literal=n))
+        elif op == 'loop_end':
+            n = loop_of[deps[0]]
+            for phi, update in zip(deps[2:2 + lit], deps[2 + lit:2 + 2 * lit]):
+                if phi in reg_of:
+                    k.loops[n].phis.append(reg_of[phi])
+                    k.loops[n].updates.append(reg_of[update])
+            k.instrs.append(Instr(op, 'void', literal=n))
+        elif op == 'loop_output':
+            end = records[deps[0]]
+            phi = end[4][2 + lit]
+            k.instrs.append(Instr(op, tname, (reg_of[phi],), literal=loop_of[end[4][0]]))
         else:
             assert len(deps) == ARITY[op], (op, deps)
-            k.instrs.append(Instr(op, tname, tuple(deps), lit, extra))
+            k.instrs.append(Instr(op, tname, tuple(reg_of[d] for d in deps), lit, extra))
     out_slots = []
+    pos_of = {records[p][0]: p for p in order}
     for n, nid in enumerate(outputs):
-        reg = pos_of[nid]
+        reg = reg_of[pos_of[nid]]
         tname = k.instrs[reg].type
         slot = add_param('out', tname, (-1, n))
         k.instrs.append(Instr('store', 'void', (reg,), slot=slot))
         out_slots.append((slot, tname))
+    if k.loops:
+        _find_uniform(k)
     return k, Layout(sources, out_slots)
+
+
+def _loop_order(records):
+    """Record positions with each loop's body gathered between its loop_start and loop_end,
+    the test first. The topological order already has every operand of a loop (inside or
+    outside) before its loop_end, so the body moves there as a block, nested loops inside."""
+    if not any(r[7] >= 0 for r in records):
+        return list(range(len(records)))
+    members = {}
+    for pos, r in enumerate(records):
+        members.setdefault(r[7], []).append(pos)
+    out = []
+
+    def emit(scope):
+        for pos in members.get(scope, ()):
+            op = TRACE_OPS[records[pos][1]]
+            if op == 'loop_start':
+                continue                      # comes with its loop_end
+            if op == 'loop_end':
+                start = records[pos][4][0]
+                out.append(start)
+                emit(start)
+            out.append(pos)
+
+    emit(-1)
+    return out
+
+
+def _live(records, outputs, optimize):
+    """Positions that the outputs and side effects need. A loop's state variable counts as
+    needed only if the loop test, the loop's side effects, a needed state variable or the
+    code after the loop reads it."""
+    ends = {}
+    for r in records:
+        if TRACE_OPS[r[1]] == 'loop_end':
+            n, deps = r[5], r[4]
+            for j in range(n):
+                ends[deps[2 + j]] = deps[2 + n + j]          # phi -> its update
+    if not optimize:
+        return set(range(len(records)))
+    ids = set(outputs)
+    stack = [p for p, r in enumerate(records)
+             if r[0] in ids or (r[2] == 0 and r[7] < 0)]     # outputs, top-level effects
+    live = set()
+    while stack:
+        p = stack.pop()
+        if p in live:
+            continue
+        live.add(p)
+        r = records[p]
+        op, deps = TRACE_OPS[r[1]], r[4]
+        if op == 'loop_end':
+            stack += [deps[0], deps[1], *deps[2 + 2 * r[5]:]]
+        elif op == 'loop_output':
+            stack += [deps[0], records[deps[0]][4][2 + r[5]]]
+        elif op == 'loop_phi':
+            stack += [*deps, ends[p]]
+        else:
+            stack += deps
+    return live
+
+
+def _find_uniform(k):
+    """Marks registers that hold one value for all lanes: literals and scalar parameters, pure
+    ops of uniform operands, and phis of loops with a uniform test whose initial value and
+    update are uniform (the largest such set: start from all phis and drop until stable)."""
+    ops = k.instrs
+    candidates = {reg for loop in k.loops for reg in loop.phis}
+    while True:
+        uniform = set()
+        for reg, ins in enumerate(ops):
+            if ins.op in ('literal', 'load1') or (ins.op == 'loop_phi' and reg in candidates) \
+                    or (ins.op in UNIFORM_OPS and all(a in uniform for a in ins.args)):
+                uniform.add(reg)
+        for loop in k.loops:
+            loop.uniform = ops[loop.cond].args[0] in uniform
+        kept = {phi for loop in k.loops if loop.uniform
+                for phi, update in zip(loop.phis, loop.updates)
+                if ops[phi].args[0] in uniform and update in uniform}
+        if kept == candidates:
+            k.uniform = frozenset(uniform)
+            return
+        candidates = kept

@@ -18,7 +18,14 @@ ARITY = {
     'eq': 2, 'ne': 2, 'lt': 2, 'le': 2, 'gt': 2, 'ge': 2,
     'fma': 3, 'select': 3, 'gather': 3, 'scatter': 4,
     'print': -1,      # mask, then any number of values; the format is Instr.text
+    # Symbolic loops (Kernel.loops[literal] describes loop number `literal`):
+    'loop_start': 0,  # the loop begins: its phis take their initial values
+    'loop_phi': 1,    # a state variable at the top of an iteration (operand: initial value)
+    'loop_cond': -1,  # the iteration's lanes: the condition, then the enclosing mask if any
+    'loop_end': 0,    # the iteration ends: phis take their updates, back to the test
+    'loop_output': 1,  # a state variable after the loop (operand: its phi)
 }
+LOOP_OPS = ('loop_start', 'loop_phi', 'loop_cond', 'loop_end', 'loop_output')
 
 # Trace-graph ops that become something else during assembly.
 ASSEMBLY_ONLY = {'data'}

@@ -85,6 +85,11 @@ class PCG32Base:
     def _pbc_children(self):
         return [self.state, self.inc]
 
+    def _pbc_rebuild(self, children):
+        out = object.__new__(type(self))
+        out.state, out.inc = children
+        return out
+
     def __repr__(self):
         return f'{type(self).__name__}[state={self.state}, inc={self.inc}]'
 

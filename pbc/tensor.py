@@ -30,6 +30,11 @@ class Tensor:
     def _pbc_children(self):
         return [self.array]
 
+    def _pbc_rebuild(self, children):
+        out = object.__new__(type(self))
+        out.array, out.shape = children[0], self.shape
+        return out
+
     @property
     def ndim(self):
         return len(self.shape)

@@ -1,9 +1,50 @@
 """Traversal of nested state: JIT arrays inside vectors, tensors, sequences, dicts,
-dataclasses and classes that declare DRJIT_STRUCT (Dr.Jit's convention)."""
+dataclasses and classes that declare DRJIT_STRUCT (Dr.Jit's convention).
 
+Containers of JIT values implement `_pbc_children()` (their parts) and
+`_pbc_rebuild(children)` (a new container of the same kind around new parts)."""
+
+import copy
 import dataclasses
 
 from ._runtime import ArrayBase
+
+
+def _fields(x):
+    """Field names of a dataclass instance or DRJIT_STRUCT object, else None."""
+    if dataclasses.is_dataclass(x) and not isinstance(x, type):
+        return [f.name for f in dataclasses.fields(x)]
+    if hasattr(type(x), 'DRJIT_STRUCT') and not hasattr(x, '_pbc_children'):
+        return list(type(x).DRJIT_STRUCT)
+    return None
+
+
+def children(x):
+    """The parts of container x (None if x is not a container)."""
+    if hasattr(x, '_pbc_children'):
+        return x._pbc_children()
+    if isinstance(x, (list, tuple)):
+        return list(x)
+    if isinstance(x, dict):
+        return list(x.values())
+    names = _fields(x)
+    return None if names is None else [getattr(x, k) for k in names]
+
+
+def rebuild(x, parts):
+    """A container like x holding `parts` (x itself is not changed)."""
+    if hasattr(x, '_pbc_rebuild'):
+        return x._pbc_rebuild(parts)
+    if isinstance(x, list):
+        return list(parts)
+    if isinstance(x, tuple):
+        return type(x)(*parts) if hasattr(x, '_fields') else type(x)(parts)
+    if isinstance(x, dict):
+        return type(x)(zip(x.keys(), parts))
+    out = copy.copy(x)
+    for k, v in zip(_fields(x), parts):
+        object.__setattr__(out, k, v)
+    return out
 
 
 def leaves(obj):
@@ -13,13 +54,42 @@ def leaves(obj):
         x = stack.pop()
         if isinstance(x, ArrayBase):
             yield x
-        elif hasattr(x, '_pbc_children'):
-            stack.extend(reversed(x._pbc_children()))
-        elif isinstance(x, (list, tuple)):
-            stack.extend(reversed(x))
-        elif isinstance(x, dict):
-            stack.extend(reversed(list(x.values())))
-        elif dataclasses.is_dataclass(x) and not isinstance(x, type):
-            stack.extend(reversed([getattr(x, f.name) for f in dataclasses.fields(x)]))
-        elif hasattr(type(x), 'DRJIT_STRUCT'):
-            stack.extend(reversed([getattr(x, k) for k in type(x).DRJIT_STRUCT]))
+        else:
+            parts = children(x)
+            if parts:
+                stack.extend(reversed(parts))
+
+
+def flatten(obj):
+    """(arrays, build): the JIT arrays inside obj in leaves() order, and a function that
+    returns a copy of obj's structure around a new list of arrays."""
+    arrays = list(leaves(obj))
+
+    def build(new):
+        it = iter(new)
+
+        def go(x):
+            if isinstance(x, ArrayBase):
+                return next(it)
+            parts = children(x)
+            return x if parts is None else rebuild(x, [go(p) for p in parts])
+        return go(obj)
+    return arrays, build
+
+
+def paths(obj, name):
+    """(path, value) of every leaf inside obj (JIT arrays and other values), with paths like
+    'state.pos[1]' for error messages."""
+    parts = children(obj) if not isinstance(obj, ArrayBase) else None
+    if parts is None:
+        return [(name, obj)]
+    if isinstance(obj, dict):
+        keys = [f'[{k!r}]' for k in obj]
+    elif _fields(obj) is not None:
+        keys = [f'.{k}' for k in _fields(obj)]
+    else:
+        keys = [f'[{i}]' for i in range(len(parts))]
+    out = []
+    for k, p in zip(keys, parts):
+        out += paths(p, name + k)
+    return out

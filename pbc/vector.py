@@ -64,6 +64,9 @@ class StaticArray:
     def _pbc_children(self):
         return list(self._items)
 
+    def _pbc_rebuild(self, children):
+        return self._from(children)
+
     # ---- components ----
     def __len__(self):
         return self.Size
@@ -184,6 +187,9 @@ class Matrix:
 
     def _pbc_children(self):
         return list(self._rows)
+
+    def _pbc_rebuild(self, children):
+        return self._from(children)
 
     def __getitem__(self, i):
         if isinstance(i, tuple):

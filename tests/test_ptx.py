@@ -87,6 +87,16 @@ def op_cases(rng):
         add(f'{t}_print', lambda a=a, b=b, m=m, fmt=fmt: pbc.print(fmt, a, b, active=m) or ())
         # memory: gathers with a mask, scatters with every reduction the type allows
         src = data(t, rng, 5)
+        # A loop with state of this type: per-lane trip counts, and inside a branch (whose
+        # mask the loop test takes in) a loop with a uniform counter.
+        trips = UInt32(rng.integers(0, 4, N).astype(np.uint32))
+        add(f'{t}_loop', lambda a=a, b=b, m=m, trips=trips: pbc.while_loop(
+            (UInt32(0), a), lambda i, x: i < trips,
+            lambda i, x: (i + 1, pbc.select(m, b, x)))[1])
+        add(f'{t}_loop_in_if', lambda a=a, b=b, m=m: pbc.if_stmt(
+            (a,), m, lambda x: pbc.while_loop((UInt32(0), x), lambda i, y: i < 3,
+                                              lambda i, y: (i + 1, pbc.select(m, b, y)))[1],
+            lambda x: x))
         idx = UInt32(rng.integers(0, 8, N).astype(np.uint32))
         add(f'{t}_gather', lambda T=T, src=src, idx=idx, m=m: pbc.gather(T, src, idx, m))
         reductions = {'b': ('none', 'and', 'or'), 'i': ('none', 'add', 'min', 'max', 'and', 'or'),

@@ -8,7 +8,7 @@ Template lines that start with 'declare' are hoisted to the module.
 
 import struct
 
-from ..ops import ARITY, COMPARISONS, TYPE_NAMES
+from ..ops import ARITY, COMPARISONS, LOOP_OPS, TYPE_NAMES
 
 SCALAR = {'bool': 'i1', 'int32': 'i32', 'uint32': 'i32', 'int64': 'i64', 'uint64': 'i64',
           'float32': 'float', 'float64': 'double', 'ptr': 'ptr'}
@@ -105,7 +105,7 @@ for _op, (_f, _s, _u) in {'eq': ('oeq', 'eq', 'eq'), 'ne': ('une', 'ne', 'ne'),
 
 # Ops rendered by methods below rather than by a one-line template.
 SPECIAL = frozenset(('literal', 'counter', 'load', 'load1', 'ptr', 'store', 'cast',
-                     'bitcast', 'gather', 'scatter', 'print'))
+                     'bitcast', 'gather', 'scatter', 'print', *LOOP_OPS))
 assert set(TEMPLATES) | set(SPECIAL) == set(ARITY), 'LLVM renderer misses ops'
 
 _COMPARE = frozenset(COMPARISONS)
@@ -136,6 +136,8 @@ class _Renderer:
         self.k = kernel
         self.W = width
         self.names = []          # register -> operand text
+        self.snames = {}         # uniform register -> its scalar operand text
+        self.loop_phis = {}      # loop number -> (preheader block, [(line, phi register)])
         self.decls = {}
         self.typed = {}
         self.specialized = {}
@@ -155,10 +157,11 @@ class _Renderer:
         return 'zeroinitializer' if bits == 0 else self.splat(SCALAR[tname],
                                                               scalar_constant(tname, bits))
 
-    def specialize(self, op, kind_type):
-        """The template of `op` for one operand type, with everything type-dependent filled
-        in (once per kernel and type): what is left are the fields {r} {a} {b} {c}."""
-        key = (op, kind_type)
+    def specialize(self, op, kind_type, scalar=False):
+        """The template of `op` for one operand type (vector, or scalar for uniform values),
+        with everything type-dependent filled in (once per kernel and type): what is left
+        are the fields {r} {a} {b} {c}."""
+        key = (op, kind_type, scalar)
         body = self.specialized.get(key)
         if body is None:
             kind = KIND[kind_type]
@@ -166,7 +169,8 @@ class _Renderer:
             tmpl = table.get(kind) or (table.get('i') if kind == 'u' else None)
             if tmpl is None:
                 raise TypeError(f"LLVM backend: no '{op}' for {kind_type}")
-            text = tmpl.format(r='{r}', a='{a}', b='{b}', c='{c}', **self.type_fields(kind_type))
+            fields = self.scalar_fields(kind_type) if scalar else self.type_fields(kind_type)
+            text = tmpl.format(r='{r}', a='{a}', b='{b}', c='{c}', **fields)
             lines = []
             for line in text.split('\n'):
                 if line.startswith('declare'):
@@ -197,6 +201,23 @@ class _Renderer:
                 shift2=self.splat(f'i{2 * bits}', str(bits)))
         return f
 
+    def scalar_fields(self, kind_type):
+        """type_fields for one lane: the same templates then compute uniform values once."""
+        s = SCALAR[kind_type]
+        bits = BYTES.get(s, 1) * 8
+        one = 1 if KIND[kind_type] != 'f' else (0x3F800000 if s == 'float'
+                                               else 0x3FF0000000000000)
+        return dict(T=s, V=MANGLE[s], M='i1', one=scalar_constant(kind_type, one),
+                    ones='true' if s == 'i1' else '-1', nbits=str(bits), nbits1=str(bits - 1),
+                    I=f'i{bits}', T2=f'i{2 * bits}', shift2=str(bits))
+
+    def splat_to(self, name, s, scalar):
+        """Defines vector `name` as `scalar` in every lane, in the current block."""
+        self.body.append(f'  {name}.0 = insertelement {self.vec(s)} poison, {s} {scalar}, '
+                         'i64 0')
+        self.body.append(f'  {name} = shufflevector {self.vec(s)} {name}.0, {self.vec(s)} '
+                         f'poison, <{self.W} x i32> zeroinitializer')
+
     def render(self):
         k = self.k
         for slot, p in enumerate(k.params):
@@ -214,18 +235,25 @@ class _Renderer:
                       f'{self.vec("i64")} poison, <{self.W} x i32> zeroinitializer',
                       f'  %lanes = add {self.vec("i64")} %index.v, <{iota}>',
                       f'  %active = icmp slt {self.vec("i64")} %lanes, %end.v']
+        self.names = [None] * len(k.instrs)
         for reg, ins in enumerate(k.instrs):
             r = f'%r{reg}'
-            self.names.append(r)
+            if self.names[reg] is None:
+                self.names[reg] = r
             if ins.op in SPECIAL:
                 getattr(self, 'op_' + ins.op)(ins, r, reg)
                 continue
             kt = k.instrs[ins.args[0]].type if ins.op in _COMPARE else ins.type
-            names = self.names
+            uniform = reg in k.uniform
+            names = self.snames if uniform else self.names
             args = ins.args
-            self.body.append(self.specialize(ins.op, kt).format(
-                r=r, a=names[args[0]], b=names[args[1]] if len(args) > 1 else '',
+            self.body.append(self.specialize(ins.op, kt, uniform).format(
+                r=r + '.s' if uniform else r, a=names[args[0]],
+                b=names[args[1]] if len(args) > 1 else '',
                 c=names[args[2]] if len(args) > 2 else ''))
+            if uniform:
+                self.snames[reg] = r + '.s'
+                self.splat_to(r, SCALAR[ins.type], r + '.s')
         W = self.W
         return '\n'.join([
             *self.decls,
@@ -245,6 +273,7 @@ class _Renderer:
     # ---- special ops ----
     def op_literal(self, ins, r, reg):
         self.names[reg] = self.const(ins.type, ins.literal)
+        self.snames[reg] = scalar_constant(ins.type, ins.literal)
 
     def op_counter(self, ins, r, reg):
         self.body.append(f'  {r} = trunc {self.vec("i64")} %lanes to {self.vec("i32")}')
@@ -266,6 +295,7 @@ class _Renderer:
             self.entry.append(f'  {name}.s = icmp ne i8 {name}.m, 0')
         self.entry_splat(name, s, f'{name}.m' if m != 'i8' else f'{name}.s')
         self.names[reg] = name
+        self.snames[reg] = f'{name}.m' if m != 'i8' else f'{name}.s'
 
     def op_ptr(self, ins, r, reg):
         self.names[reg] = f'%p{ins.slot}'
@@ -403,6 +433,85 @@ class _Renderer:
             f'  br i1 {r}.c, label %{lbl}.head, label %{lbl}.done',
             f'{lbl}.done:']
         self.block = f'{lbl}.done'
+
+    # ---- symbolic loops: header (phis, test), body, latch (updates), exit ----
+    def label(self, name):
+        self.body.append(f'{name}:')
+        self.block = name
+
+    def phi_type(self, reg):
+        s = SCALAR[self.k.instrs[reg].type]
+        return s if reg in self.k.uniform else self.vec(s)
+
+    def op_loop_start(self, ins, r, reg):
+        n = ins.literal
+        loop = self.k.loops[n]
+        pre = self.block
+        self.body.append(f'  br label %L{n}.head')
+        self.label(f'L{n}.head')
+        slots = []
+        for phi in loop.phis:            # filled in at loop_end, when the updates are known
+            slots.append((len(self.body), phi))
+            self.body.append(None)
+            if phi in self.k.uniform:
+                self.snames[phi] = f'%r{phi}.s'
+            self.names[phi] = f'%r{phi}'
+        for phi in loop.phis:
+            if phi in self.k.uniform:
+                self.splat_to(f'%r{phi}', SCALAR[self.k.instrs[phi].type], f'%r{phi}.s')
+        self.loop_phis[n] = (pre, slots)
+
+    def op_loop_phi(self, ins, r, reg):
+        pass                             # defined at the loop header
+
+    def op_loop_cond(self, ins, r, reg):
+        n = ins.literal
+        cond = ins.args[0]
+        outer = self.names[ins.args[1]] if len(ins.args) > 1 else None
+        M = self.masks
+        if self.k.loops[n].uniform:
+            # Every lane takes the same path: one scalar test, and inside the body the
+            # lanes are those of the enclosing mask.
+            self.body.append(f'  br i1 {self.snames[cond]}, label %L{n}.body, label %L{n}.exit')
+            self.names[reg] = outer or self.const('bool', 1)
+        else:
+            self.body.append(f'  {r}.a = and {M} {self.names[cond]}, %active')
+            if outer:
+                self.body.append(f'  {r} = and {M} {r}.a, {outer}')
+            else:
+                self.names[reg] = f'{r}.a'
+            name = f'vector.reduce.or.v{self.W}i1'
+            self.decls[f'declare i1 @llvm.{name}({M})'] = None
+            self.body.append(f'  {r}.any = call i1 @llvm.{name}({M} {self.names[reg]})')
+            self.body.append(f'  br i1 {r}.any, label %L{n}.body, label %L{n}.exit')
+        self.label(f'L{n}.body')
+
+    def op_loop_end(self, ins, r, reg):
+        n = ins.literal
+        loop = self.k.loops[n]
+        uniform = self.k.uniform
+        new = []
+        for j, (phi, update) in enumerate(zip(loop.phis, loop.updates)):
+            if phi in uniform:
+                new.append(self.snames[update])
+            elif loop.uniform:
+                new.append(self.names[update])
+            else:                        # lanes that left the loop keep their values
+                t = self.phi_type(phi)
+                self.body.append(f'  {r}.u{j} = select {self.masks} {self.names[loop.cond]}, '
+                                 f'{t} {self.names[update]}, {t} {self.names[phi]}')
+                new.append(f'{r}.u{j}')
+        self.body.append(f'  br label %L{n}.head')
+        pre, slots = self.loop_phis.pop(n)
+        for (line, phi), value in zip(slots, new):
+            init = self.k.instrs[phi].args[0]
+            names = self.snames if phi in uniform else self.names
+            self.body[line] = (f'  {names[phi]} = phi {self.phi_type(phi)} '
+                               f'[ {names[init]}, %{pre} ], [ {value}, %{self.block} ]')
+        self.label(f'L{n}.exit')
+
+    def op_loop_output(self, ins, r, reg):
+        self.names[reg] = self.names[ins.args[0]]
 
     def op_print(self, ins, r, reg):
         """printf for each active lane, in lane order (the launch keeps blocks serial)."""

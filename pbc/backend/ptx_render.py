@@ -15,7 +15,7 @@ Entry ABI: kernel(.param .u64 params, .param .u64 size); params points to the ar
 64-bit slots (buffer addresses and element counts) that the CPU backend also uses.
 """
 
-from ..ops import ARITY, COMPARISONS, TYPE_NAMES
+from ..ops import ARITY, COMPARISONS, LOOP_OPS, TYPE_NAMES
 
 HEADER = '.version 7.0\n.target sm_80\n.address_size 64\n'
 # CUDA's device printf: a format string and a buffer of C-vararg-packed values.
@@ -180,7 +180,7 @@ for _op in COMPARISONS:
 
 # Ops rendered by methods below rather than by a template.
 SPECIAL = ('literal', 'counter', 'load', 'load1', 'ptr', 'store', 'cast', 'bitcast',
-           'gather', 'scatter', 'print')
+           'gather', 'scatter', 'print', *LOOP_OPS)
 assert set(TEMPLATES) | set(SPECIAL) == set(ARITY), 'PTX renderer misses ops'
 
 REDUCE = ('none', 'add', 'min', 'max', 'and', 'or')
@@ -265,7 +265,7 @@ class _Renderer:
 
     def render(self):
         k = self.k
-        assert not k.loops and not k.subroutines, 'PTX renderer: loops/calls not supported'
+        assert not k.subroutines, 'PTX renderer: calls not supported'
         for slot, p in enumerate(k.params):
             self.decl('b64', f'%q{slot}')
             self.entry.append(f'  ld.global.u64 %q{slot}, [%params+{8 * slot}];')
@@ -470,6 +470,42 @@ class _Renderer:
             b.append(f'  @{mask} red.global.{op} [{addr}], {value};')
         else:
             raise TypeError(f"PTX backend: no scatter reduction '{reduce}' for {vt}")
+
+    # ---- symbolic loops: each thread runs its own lane's loop, so no masks are needed ----
+    def move(self, tname, dst, src):
+        self.body.append(f'  mov.{"pred" if tname == "bool" else "b%d" % BITS[tname]} '
+                         f'{dst}, {src};')
+
+    def op_loop_start(self, ins, r, reg):
+        for phi in self.k.loops[ins.literal].phis:
+            p = self.k.instrs[phi]
+            self.move(p.type, PREFIX[p.type] + str(phi), self.names[p.args[0]])
+        self.body.append(f'$L{ins.literal}_head:')
+
+    def op_loop_phi(self, ins, r, reg):
+        pass                               # set at loop_start and loop_end
+
+    def op_loop_cond(self, ins, r, reg):
+        a = [self.names[x] for x in ins.args]
+        self.body.append(f'  and.pred {r}, {a[0]}, {a[1]};' if len(a) > 1
+                         else f'  mov.pred {r}, {a[0]};')
+        self.body.append(f'  @!{r} bra $L{ins.literal}_exit;')
+
+    def op_loop_end(self, ins, r, reg):
+        loop = self.k.loops[ins.literal]
+        moves = []
+        for j, (phi, update) in enumerate(zip(loop.phis, loop.updates)):
+            t = self.k.instrs[phi].type
+            tmp = f'{r}_t{j}'         # all updates are read before any phi changes
+            self.decl('pred' if t == 'bool' else f'b{BITS[t]}', tmp)
+            self.move(t, tmp, self.names[update])
+            moves.append((t, PREFIX[t] + str(phi), tmp))
+        for t, dst, tmp in moves:
+            self.move(t, dst, tmp)
+        self.body += [f'  bra $L{ins.literal}_head;', f'$L{ins.literal}_exit:']
+
+    def op_loop_output(self, ins, r, reg):
+        self.names[reg] = self.names[ins.args[0]]
 
     def op_print(self, ins, r, reg):
         """vprintf for each active lane (in no particular lane order, unlike the CPU)."""

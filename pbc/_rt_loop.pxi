@@ -1,0 +1,244 @@
+# Symbolic loops: a loop body is recorded once into the graph and wired in with loop nodes
+#   loop_start                        marks the loop (its id names the loop's scope)
+#   loop_phi(start, init)             a state variable's value at the top of an iteration
+#   loop_cond(start, cond[, outer])   the lanes that run the iteration (outer: enclosing mask)
+#   loop_end(start, cond; phis, updates, side effects)   closes the body (literal: #phis)
+#   loop_output(end)                  a state variable's value after the loop (literal: which)
+# While a body is recorded, each new node belongs to the innermost loop any operand belongs
+# to (nodes that depend on no phi stay outside: they are loop-invariant), and side effects
+# belong to the innermost loop being recorded. Kernel assembly places nodes by these scopes.
+# The mask stack restricts side effects (scatters, prints) to the lanes of the enclosing
+# loop iterations and conditional branches.
+
+cdef vector[vector[uint32_t]] scope_effects   # side effects of each open loop (a ref each)
+cdef vector[uint32_t] mask_stack              # innermost last (a ref each)
+cdef dict scope_targets = {}                  # scatter target -> open loop that writes it
+cdef uint64_t loop_serial = 0
+
+LOOP_LEAK = ('pbc: a value computed inside a symbolic loop body is used outside of it. '
+             'Only loop state carries values out of a loop: make the variable part of the '
+             'state (assign it before the loop)')
+
+cdef int scope_depth(uint32_t s) noexcept:
+    """1 + position of loop s on the recording stack; 0 for the top level; -1 if closed."""
+    cdef int k
+    if s == 0:
+        return 0
+    for k in range(<int> scope_stack.size() - 1, -1, -1):
+        if scope_stack[k] == s:
+            return k + 1
+    return -1
+
+cdef inline uint32_t node_scope(uint32_t i) noexcept:
+    if scope_of.empty():
+        return 0
+    it = scope_of.find(i)
+    return 0 if it == scope_of.end() else deref(it).second
+
+cdef uint32_t scope_for(uint16_t op, uint32_t* dep) except? 0:
+    """The loop a new node belongs to (0: top level); raises on a value leaked from a loop."""
+    cdef uint32_t s = 0, ds
+    cdef int k, depth, best = 0
+    if op >= OP_LOOP_START:
+        return 0                              # set by the loop functions below
+    if op == OP_SCATTER or op == OP_PRINT:
+        return scope_stack.back() if not scope_stack.empty() else 0
+    for k in range(4):
+        if dep[k] == 0:
+            continue
+        ds = node_scope(dep[k])
+        if ds == 0:
+            continue
+        depth = scope_depth(ds)
+        if depth < 0:
+            raise RuntimeError(LOOP_LEAK)
+        if depth > best:
+            best = depth
+            s = ds
+    return s
+
+cdef void check_evaluable(uint32_t i) except *:
+    """Raises if variable i cannot be computed now: it belongs to a loop body."""
+    cdef uint32_t s = node_scope(i)
+    if s == 0:
+        return
+    if scope_depth(s) < 0:
+        raise RuntimeError(LOOP_LEAK)
+    raise RuntimeError(
+        'pbc: cannot read the value of a variable while its symbolic loop is being recorded '
+        '(e.g. printing it, converting it to NumPy, a horizontal reduction such as pbc.any or '
+        'pbc.sum, or a gather from it). Use pbc.print() inside loops, or run this loop in '
+        "evaluated mode: pbc.hint(cond, mode='evaluated') or JitFlag.SymbolicLoops off")
+
+cdef void check_dirty_read(uint32_t t) except *:
+    if t in scope_targets and scope_depth(scope_targets[t]) > 0:
+        raise RuntimeError(
+            'pbc: this symbolic loop body reads an array that it also writes with a scatter; '
+            "reads cannot be ordered after writes inside one kernel. Run the loop in evaluated "
+            "mode (pbc.hint(cond, mode='evaluated')) or read before the first write")
+
+cdef void queue_effect(uint32_t s) noexcept:
+    """Queues side effect s (taking over its reference): into the innermost loop being
+    recorded, or for the next eval."""
+    if scope_stack.empty():
+        side_effects.push_back(s)
+    else:
+        scope_effects.back().push_back(s)
+
+cdef void apply_mask(uint32_t* m) except *:
+    """m &= the innermost mask (m is an owned reference, replaced)."""
+    cdef uint32_t r
+    if mask_stack.empty():
+        return
+    r = var_op(OP_AND, T_BOOL, m[0], mask_stack.back(), 0, 0)
+    dec_ext(m[0])
+    m[0] = r
+
+# ---- masks (Python side: conditionals and evaluated loops) --------------------------------
+def mask_push(ArrayBase m):
+    """Restricts side effects to lanes where m (and every enclosing mask) is set."""
+    cdef uint32_t r = operand(m, T_BOOL, m._backend)
+    apply_mask(&r)
+    mask_stack.push_back(r)
+
+def mask_pop():
+    dec_ext(mask_stack.back())
+    mask_stack.pop_back()
+
+def mask_top(cls):
+    """The innermost mask as a Bool array of class cls, or None."""
+    if mask_stack.empty():
+        return None
+    inc_ext(mask_stack.back())
+    return wrap(cls._backend_code, T_BOOL, mask_stack.back())
+
+def mask_depth():
+    return mask_stack.size()
+
+# ---- recording -----------------------------------------------------------------------------
+def loop_begin(list inits, uint32_t size, int backend):
+    """Opens a symbolic loop of `size` lanes whose state starts as the variables `inits`.
+    Returns (start, phis): the loop (its recording holds the reference; loop_end or
+    loop_abort gives it back) and new references to one phi per state variable, which the
+    condition and body must read instead of the initial values."""
+    global loop_serial
+    cdef uint32_t parent = scope_stack.back() if not scope_stack.empty() else 0
+    cdef uint32_t start, p, init
+    loop_serial += 1
+    start = var_new(OP_LOOP_START, T_VOID, size, 0, 0, 0, 0, loop_serial, 0, backend)
+    if parent:
+        scope_of[start] = parent
+    phis = []
+    for k, x in enumerate(inits):
+        init = x
+        p = var_new(OP_LOOP_PHI, vars[init].vtype, size, start, init, 0, 0, k, 0, backend)
+        scope_of[p] = start
+        phis.append(p)
+    scope_stack.push_back(start)
+    scope_effects.push_back(vector[uint32_t]())
+    return start, phis
+
+cdef bint has_cond(uint32_t start) noexcept:
+    return (not mask_stack.empty() and vars[mask_stack.back()].op == OP_LOOP_COND
+            and vars[mask_stack.back()].dep[0] == start)
+
+def loop_cond(uint32_t start, ArrayBase cond):
+    """Marks the end of the loop test: lanes where `cond` holds (within the enclosing mask)
+    run the body, whose side effects the loop's mask (pushed here) restricts to them."""
+    if scope_stack.empty() or scope_stack.back() != start or has_cond(start):
+        raise RuntimeError('pbc: loop_cond outside of its loop')
+    cdef uint32_t outer = mask_stack.back() if not mask_stack.empty() else 0
+    cdef uint32_t c = operand(cond, T_BOOL, cond._backend), r
+    try:
+        r = var_new(OP_LOOP_COND, T_BOOL, vars[start].size, start, c, outer, 0, 0, 0,
+                    vars[start].backend)
+    finally:
+        dec_ext(c)
+    scope_of[r] = start
+    mask_stack.push_back(r)            # the stack owns the reference
+
+cdef void close_scope(uint32_t start) except *:
+    """Pops loop `start` off the recording stacks; its scatter targets now belong to the
+    enclosing loop (or to the top level, where release_roots clears them)."""
+    scope_stack.pop_back()
+    cdef uint32_t parent = scope_stack.back() if not scope_stack.empty() else 0
+    for t in [t for t, s in scope_targets.items() if s == start]:
+        if parent:
+            scope_targets[t] = parent
+        else:
+            del scope_targets[t]
+
+def loop_end(uint32_t start, list phis, list updates):
+    """Closes loop `start`: `updates` are the state at the end of an iteration, one per phi.
+    Returns new references to the loop outputs (the state after the loop)."""
+    if scope_stack.empty() or scope_stack.back() != start or not has_cond(start):
+        raise RuntimeError('pbc: loop_end without loop_begin and loop_cond')
+    cdef vector[uint32_t] deps
+    cdef vector[uint32_t] effects = scope_effects.back()
+    cdef uint32_t end, o, n = len(phis), size = vars[start].size, x
+    cdef uint32_t cond = mask_stack.back()
+    cdef uint8_t be = vars[start].backend
+    for x in phis:
+        deps.push_back(x)
+    for x in updates:
+        deps.push_back(x)
+    for x in effects:
+        deps.push_back(x)
+    end = var_new(OP_LOOP_END, T_VOID, size, start, cond, 0, 0, n, 0, be)
+    set_extra_deps(end, deps)
+    scope_effects.pop_back()
+    mask_pop()
+    close_scope(start)
+    dec_ext(start)
+    for x in effects:
+        dec_ext(x)
+    cdef uint32_t parent = scope_stack.back() if not scope_stack.empty() else 0
+    if parent:
+        scope_of[end] = parent
+    outs = []
+    for k in range(n):
+        o = var_new(OP_LOOP_OUTPUT, vars[<uint32_t> phis[k]].vtype, size, end, 0, 0, 0, k, 0,
+                    be)
+        if parent:
+            scope_of[o] = parent
+        outs.append(o)
+    if effects.empty():
+        dec_ext(end)                 # the outputs hold it
+    else:
+        queue_effect(end)            # it has side effects: it runs even if nothing is read
+    return outs
+
+def loop_abort(uint32_t start):
+    """Discards the loop being recorded (after an error in its body, or to record it again):
+    its side effects are dropped and the arrays they targeted are left as they were."""
+    if scope_stack.empty() or scope_stack.back() != start:
+        raise RuntimeError('pbc: loop_abort of a loop that is not being recorded')
+    cdef vector[uint32_t] effects = scope_effects.back()
+    cdef uint32_t x
+    scope_effects.pop_back()
+    if has_cond(start):
+        mask_pop()
+    for t in [t for t, s in scope_targets.items() if s == start]:
+        del scope_targets[t]
+        vars[<uint32_t> t].flags &= ~F_DIRTY
+        pending_reduce.pop(t, None)
+    scope_stack.pop_back()
+    dec_ext(start)
+    for x in effects:
+        dec_ext(x)
+
+def dec_ref(uint32_t i):
+    """Gives back a reference that a loop function returned."""
+    dec_ext(i)
+
+def recording_depth():
+    """How many symbolic loops are being recorded."""
+    return scope_stack.size()
+
+def node_scope_of(uint32_t i):
+    """The loop_start id of the loop body variable i belongs to (0: top level)."""
+    return node_scope(i)
+
+def wrap_index(cls, uint32_t i):
+    """An array of class cls for variable i, taking over a reference the caller owns."""
+    return wrap(cls._backend_code, cls._vt_code, i)

@@ -1,0 +1,339 @@
+"""Loops and conditionals on JIT values: while_loop, if_stmt, hint and the legacy Loop.
+
+A Python-bool condition runs as ordinary Python. A JIT condition runs either symbolically
+(the body is traced once into the kernel as an SSA loop, or both branches are traced and
+merged lane by lane) or evaluated (a sequence of kernels, one per iteration or branch).
+The `@pbc.syntax` frontend rewrites `while` and `if` statements into calls of these.
+"""
+
+from . import _runtime
+from ._runtime import ArrayBase
+from .evaluate import eval as _eval
+from .flags import JitFlag, flag
+from .routines import any as _any
+from .routines import select
+from .tree import children, flatten, paths, rebuild
+
+MODES = ('symbolic', 'evaluated', None)
+# Record-time statistics of symbolic loops (see loop_stats).
+_stats = dict(loops=0, state=0, invariant_removed=0, rerecorded=0)
+
+
+def hint(value, mode=None, max_iterations=None, label=None, include=None, exclude=None):
+    """Marks a loop or branch condition for @pbc.syntax (which reads the keywords from the
+    source); at run time it returns `value` unchanged."""
+    return value
+
+
+def loop_stats():
+    """Counts of symbolic loops recorded so far: loops, state variables, state variables
+    removed as loop-invariant (OptimizeLoops), and loops recorded again for that reason or
+    because their width grew. Kernel assembly's removal of state that nothing reads after a
+    loop shows in kernel_history() as 'loop_state_removed'."""
+    return dict(_stats)
+
+
+def _mode(mode, symbolic_flag, what):
+    if mode not in MODES:
+        raise ValueError(f"pbc.{what}: mode must be 'symbolic' or 'evaluated', not {mode!r}")
+    if mode is None:
+        mode = 'symbolic' if flag(symbolic_flag) else 'evaluated'
+    return mode
+
+
+def _names(state, labels):
+    return [labels[i] if i < len(labels) else f'state[{i}]' for i in range(len(state))]
+
+
+def _as_state(value, n, what):
+    if n == 1 and not isinstance(value, tuple):
+        value = (value,)
+    if not isinstance(value, (tuple, list)) or len(value) != n:
+        raise TypeError(f'pbc.{what}: the body must return a tuple of the {n} state '
+                        f'variables, got {type(value).__name__}')
+    return tuple(value)
+
+
+def _describe(x):
+    return type(x).__name__ if isinstance(x, ArrayBase) or children(x) is not None \
+        else f'{type(x).__name__} {x!r}'
+
+
+def _check_same(old, new, names, what):
+    """Raises if `new` state differs from `old` in structure, array types or other values."""
+    for (path, a), (path2, b) in zip(*[
+            [pv for i, s in enumerate(st) for pv in paths(s, names[i])] for st in (old, new)]):
+        if path != path2:
+            break
+        if isinstance(a, ArrayBase) and isinstance(b, ArrayBase):
+            if type(a) is not type(b):
+                raise TypeError(f"pbc.{what}: '{path}' changes type from {type(a).__name__} "
+                                f'to {type(b).__name__} in the loop body; convert it '
+                                f'explicitly, e.g. {type(a).__name__}(...)')
+        elif isinstance(a, ArrayBase) or isinstance(b, ArrayBase):
+            hint = ('initialize it as a JIT array before the loop, e.g. '
+                    f'{type(b).__name__}({a!r})' if isinstance(b, ArrayBase) else '')
+            raise TypeError(f"pbc.{what}: '{path}' changes from {_describe(a)} to "
+                            f'{_describe(b)} in the loop body; {hint}'.rstrip('; '))
+        elif not (a is b or (type(a) is type(b) and _equal(a, b))):
+            raise TypeError(f"pbc.{what}: '{path}' is {_describe(a)}, not a JIT array, and "
+                            f'the loop body changes it to {_describe(b)}: initialize it as a '
+                            'JIT array before the loop to make it loop state')
+    else:
+        return
+    raise TypeError(f'pbc.{what}: the loop body changes the structure of its state '
+                    f'(at {path} / {path2})')
+
+
+def _equal(a, b):
+    try:
+        return bool(a == b)
+    except Exception:        # noqa: BLE001 - objects without a usable ==
+        return False
+
+
+# ---- while_loop ------------------------------------------------------------------------------
+def while_loop(state, cond, body, labels=(), label=None, mode=None, max_iterations=None,
+               strict=True):
+    """Runs `state = body(*state)` while `cond(*state)` holds and returns the final state.
+    See API.md, "Control flow". `max_iterations` is accepted for reverse-mode AD through
+    symbolic loops."""
+    state = tuple(state)
+    c = cond(*state)
+    if not isinstance(c, ArrayBase):
+        while c:
+            state = _as_state(body(*state), len(state), 'while_loop')
+            c = cond(*state)
+        return state
+    names = _names(state, tuple(labels))
+    if _mode(mode, JitFlag.SymbolicLoops, 'while_loop') == 'evaluated':
+        return _evaluated_loop(state, cond, body, names, c)
+    return _symbolic_loop(state, cond, body, names)
+
+
+def _width(arrays, what, names):
+    n = 1
+    for x in arrays:
+        m = len(x)
+        if m != 1 and n != 1 and m != n:
+            raise ValueError(f'pbc.{what}: loop state has incompatible widths {n} and {m}')
+        n = max(n, m) if n == 1 or m == 1 else n
+    return n
+
+
+class _Retry(Exception):
+    """Internal: record the loop again (invariant state found, or the width grew)."""
+
+
+def _symbolic_loop(state, cond, body, names):
+    arrays, build = flatten(state)
+    width = _width(arrays, 'while_loop', names)
+    fixed = set()          # state arrays found loop-invariant: kept out of the loop
+    for _ in range(len(arrays) + 3):
+        try:
+            return _record(state, arrays, build, cond, body, names, width, fixed)
+        except _Retry as r:
+            _stats['rerecorded'] += 1
+            width, fixed = r.args
+    raise RuntimeError('pbc.while_loop: the loop state does not settle')
+
+
+def _record(state, arrays, build, cond, body, names, width, fixed):
+    loop_arrays = [i for i in range(len(arrays)) if i not in fixed]
+    backend = arrays[loop_arrays[0]]._backend_code if loop_arrays else None
+    if backend is None:
+        raise TypeError('pbc.while_loop: a loop with a JIT condition needs at least one JIT '
+                        'array in its state')
+    start, phis = _runtime.loop_begin([arrays[i].index for i in loop_arrays], width, backend)
+    try:
+        phi_arrays = [_runtime.wrap_index(type(arrays[i]), p) for i, p in zip(loop_arrays, phis)]
+        inner = list(arrays)
+        for i, a in zip(loop_arrays, phi_arrays):
+            inner[i] = a
+        st = build(inner)
+        c = cond(*st)
+        if not isinstance(c, ArrayBase) or c.Type != 'bool':
+            raise TypeError(f'pbc.while_loop: the condition must stay a Bool array, got '
+                            f'{type(c).__name__}')
+        if len(c) not in (1, width):
+            if width == 1:
+                raise _Retry(len(c), fixed)
+            raise ValueError(f'pbc.while_loop: the condition has width {len(c)}, the loop '
+                             f'state {width}')
+        _runtime.loop_cond(start, c)
+        new = _as_state(body(*st), len(state), 'while_loop')
+        _check_same(state, new, names, 'while_loop')
+        new_arrays, _ = flatten(new)
+        wide = [len(x) for x in new_arrays if len(x) not in (1, width)]
+        if wide and width == 1 and len(set(wide)) == 1:
+            raise _Retry(wide[0], fixed)
+        if wide:
+            raise ValueError(f'pbc.while_loop: the loop body changes the width of its state '
+                             f'from {width} to {wide[0]}')
+        if flag(JitFlag.OptimizeLoops):
+            same = {i for i, a in zip(loop_arrays, phi_arrays)
+                    if new_arrays[i].index in (a.index, arrays[i].index)}
+            if same:
+                _stats['invariant_removed'] += len(same)
+                raise _Retry(width, fixed | same)
+        updates = [new_arrays[i].index for i in loop_arrays]
+    except BaseException:
+        _runtime.loop_abort(start)
+        raise
+    outs = _runtime.loop_end(start, phis, updates)
+    _stats['loops'] += 1
+    _stats['state'] += len(loop_arrays)
+    final = [type(a)(a) for a in arrays]           # fixed ones: their (unchanged) value
+    for i, o in zip(loop_arrays, outs):
+        final[i] = _runtime.wrap_index(type(arrays[i]), o)
+    return build(final)
+
+
+def _evaluated_loop(state, cond, body, names, c):
+    """One kernel per iteration: lanes whose condition fails keep their state (and their
+    side effects are masked), until no lane is left."""
+    if _runtime.recording_depth():
+        raise RuntimeError('pbc.while_loop: an evaluated loop cannot run inside a symbolic '
+                           "loop body; use mode='symbolic' for the inner loop")
+    arrays, build = flatten(state)
+    state = build([type(a)(a) for a in arrays])
+    Bool = type(c)
+    outer = _runtime.mask_top(Bool)
+    active = None
+    while True:
+        if outer is not None:
+            c = c & outer
+        if active is not None:
+            c = c & active
+        _eval(c, state)
+        if not _any(c)[0]:
+            return state
+        _runtime.mask_push(c)
+        try:
+            new = _as_state(body(*state), len(state), 'while_loop')
+        finally:
+            _runtime.mask_pop()
+        _check_same(state, new, names, 'while_loop')
+        old_arrays, _ = flatten(state)
+        new_arrays, build_new = flatten(new)
+        state = build_new([select(c, b, a) for a, b in zip(old_arrays, new_arrays)])
+        active = c
+        c = cond(*state)
+        if not isinstance(c, ArrayBase):
+            raise TypeError('pbc.while_loop: the condition must stay a Bool array')
+
+
+# ---- if_stmt ---------------------------------------------------------------------------------
+def if_stmt(args, cond, true_fn, false_fn, labels=(), label=None, mode=None, strict=True):
+    """true_fn(*args) where cond holds, false_fn(*args) elsewhere (see API.md)."""
+    args = tuple(args)
+    if not isinstance(cond, ArrayBase):
+        return true_fn(*args) if cond else false_fn(*args)
+    if cond.Type != 'bool':
+        raise TypeError(f'pbc.if_stmt: the condition must be a Bool array, got '
+                        f'{type(cond).__name__}')
+    if _mode(mode, JitFlag.SymbolicConditionals, 'if_stmt') == 'evaluated' \
+            and not _runtime.recording_depth():
+        _eval(cond)
+        if not _any(cond)[0]:
+            return false_fn(*_copy(args))
+        if not _any(~cond)[0]:
+            return true_fn(*_copy(args))
+    result = []
+    for mask, fn in ((cond, true_fn), (~cond, false_fn)):
+        _runtime.mask_push(mask)
+        try:
+            result.append(fn(*_copy(args)))
+        finally:
+            _runtime.mask_pop()
+    return _merge(cond, result[0], result[1], label or 'result')
+
+
+def _copy(args):
+    """New containers around the same arrays: one branch's in-place changes to a list or
+    an object's fields do not leak into the other branch."""
+    arrays, build = flatten(args)
+    return build(arrays)
+
+
+def _merge(cond, t, f, path):
+    """Lane by lane: t where cond holds, f elsewhere (same structure required)."""
+    scalar = (bool, int, float)
+    if isinstance(t, ArrayBase) or isinstance(f, ArrayBase):
+        if isinstance(t, ArrayBase) and isinstance(f, ArrayBase):
+            if type(t) is not type(f):
+                raise TypeError(f"pbc.if_stmt: '{path}' is {type(t).__name__} in one branch "
+                                f'and {type(f).__name__} in the other')
+        elif not isinstance(t if isinstance(f, ArrayBase) else f, scalar):
+            raise TypeError(f"pbc.if_stmt: '{path}' is {_describe(t)} in one branch and "
+                            f'{_describe(f)} in the other')
+        return select(cond, t, f)
+    pt, pf = children(t), children(f)
+    if pt is None or pf is None:
+        if t is f or (type(t) is type(f) and _equal(t, f)):
+            return t
+        raise TypeError(f"pbc.if_stmt: '{path}' differs between the branches ({_describe(t)} "
+                        f'and {_describe(f)}) and is not a JIT array: make it one')
+    if type(t) is not type(f) or len(pt) != len(pf):
+        raise TypeError(f"pbc.if_stmt: '{path}' has a different structure in the two branches")
+    if isinstance(t, dict) and list(t) != list(f):
+        raise TypeError(f"pbc.if_stmt: '{path}' has different keys in the two branches")
+    return rebuild(t, [_merge(cond, a, b, f'{path}[{i}]') for i, (a, b) in enumerate(zip(pt, pf))])
+
+
+# ---- the paper's Loop object ---------------------------------------------------------------
+class Loop:
+    """Dr.Jit 0.x's loop recorder, kept for old code:
+
+        loop = pbc.Loop('name', state=lambda: (rng, i, result))
+        while loop(i < n):
+            ...
+
+    Creating it swaps the state variables' values for the loop's own (in place, so the
+    condition and body see them); the second call of loop(...) closes the loop and gives the
+    variables their values after the loop. Always symbolic. `python -m pbc.migrate` rewrites
+    such code into plain @pbc.syntax Python."""
+
+    def __init__(self, name='', state=None):
+        if state is None:
+            raise TypeError("pbc.Loop: give the state as state=lambda: (var, ...)")
+        self.name, self.state = name, state
+        self._arrays = list(flatten(state())[0])
+        self._start = None
+        if not self._arrays:
+            return
+        width = _width(self._arrays, 'Loop', ())
+        self._backend = self._arrays[0]._backend_code
+        self._start, phis = _runtime.loop_begin([a.index for a in self._arrays], width,
+                                                self._backend)
+        for a, p in zip(self._arrays, phis):
+            a._set_index(p)
+            _runtime.dec_ref(p)
+        self._phis = phis
+        self._cond = None
+
+    def __call__(self, cond):
+        if self._start is None:                  # no JIT state: plain Python
+            return bool(cond)
+        if self._cond is None:
+            if not isinstance(cond, ArrayBase):
+                _runtime.loop_abort(self._start)
+                raise TypeError('pbc.Loop: the condition must be a Bool array')
+            _runtime.loop_cond(self._start, cond)
+            self._cond = True
+            return True
+        now = list(flatten(self.state())[0])
+        if len(now) != len(self._arrays):
+            _runtime.loop_abort(self._start)
+            raise TypeError(f'pbc.Loop {self.name!r}: the loop body changes the structure of '
+                            'its state')
+        outs = _runtime.loop_end(self._start, self._phis, [a.index for a in now])
+        # The variables (the objects the state lambda sees now, and the ones it saw at the
+        # start, in case the body rebound names) take their values after the loop.
+        for objs in (now, self._arrays):
+            for a, o in zip(objs, outs):
+                a._set_index(o)
+        for o in outs:
+            _runtime.dec_ref(o)
+        self._start = None
+        return False
