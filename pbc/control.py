@@ -11,7 +11,7 @@ from ._runtime import ArrayBase
 from .evaluate import eval as _eval
 from .flags import JitFlag, flag
 from .routines import any as _any
-from .routines import select
+from .routines import gather, select
 from .tree import children, flatten, paths, rebuild
 
 MODES = ('symbolic', 'evaluated', None)
@@ -61,8 +61,9 @@ def _describe(x):
 
 def _check_same(old, new, names, what):
     """Raises if `new` state differs from `old` in structure, array types or other values."""
-    for (path, a), (path2, b) in zip(*[
-            [pv for i, s in enumerate(st) for pv in paths(s, names[i])] for st in (old, new)]):
+    before, after = [[pv for i, s in enumerate(st) for pv in paths(s, names[i])]
+                     for st in (old, new)]
+    for (path, a), (path2, b) in zip(before, after):
         if path != path2:
             break
         if isinstance(a, ArrayBase) and isinstance(b, ArrayBase):
@@ -80,7 +81,9 @@ def _check_same(old, new, names, what):
                             f'the loop body changes it to {_describe(b)}: initialize it as a '
                             'JIT array before the loop to make it loop state')
     else:
-        return
+        if len(before) == len(after):
+            return
+        path, path2 = (before + after)[min(len(before), len(after))][0], '(nothing)'
     raise TypeError(f'pbc.{what}: the loop body changes the structure of its state '
                     f'(at {path} / {path2})')
 
@@ -189,6 +192,13 @@ def _record(state, arrays, build, cond, body, names, width, fixed):
     return build(final)
 
 
+def _broadcast(a, width):
+    """A new array of `a`'s values, `width` lanes wide."""
+    if len(a) == width:
+        return type(a)(a)
+    return gather(type(a), a, _runtime.literal(_runtime.class_for(a, 'uint32'), 0, width))
+
+
 def _evaluated_loop(state, cond, body, names, c):
     """One kernel per iteration: lanes whose condition fails keep their state (and their
     side effects are masked), until no lane is left."""
@@ -196,7 +206,8 @@ def _evaluated_loop(state, cond, body, names, c):
         raise RuntimeError('pbc.while_loop: an evaluated loop cannot run inside a symbolic '
                            "loop body; use mode='symbolic' for the inner loop")
     arrays, build = flatten(state)
-    state = build([type(a)(a) for a in arrays])
+    width = _width(arrays + [c], 'while_loop', names)
+    state = build([_broadcast(a, width) for a in arrays])     # as wide as a symbolic loop's
     Bool = type(c)
     outer = _runtime.mask_top(Bool)
     active = None

@@ -1,7 +1,7 @@
 """PCG32: O'Neill's permuted congruential generator, one independent stream per lane,
 bit-identical with the reference `pcg32_random_r` (and with Dr.Jit's PCG32)."""
 
-from .routines import any as _any
+from .control import while_loop
 from .routines import arange, select
 
 DEFAULT_STATE = 0x853C49E6748FEA9B
@@ -50,19 +50,23 @@ class PCG32Base:
 
     def next_uint32_bounded(self, bound, mask=True):
         """Uniform in [0, bound) without modulo bias: draws are rejected below
-        2**32 mod bound, so lanes advance by different amounts (as the reference)."""
+        2**32 mod bound, so lanes advance by different amounts (as the reference). The
+        rejection loop is a loop in the kernel (or a sequence of kernels, as while_loop
+        decides)."""
         if not 0 < bound < 2**32:
             raise ValueError('PCG32.next_uint32_bounded: bound must be in [1, 2**32)')
         threshold = (2**32 - bound) % bound
-        result = self.UInt32(0)
-        pending = self.Bool(True) & mask
-        while True:
-            r = self.next_uint32(pending)
+
+        def body(rng, result, pending):
+            r = rng.next_uint32(pending)
             accept = pending & (r >= threshold)
-            result = select(accept, r % bound, result)
-            pending = pending & ~accept
-            if not _any(pending)[0]:
-                return result
+            return rng, select(accept, r % bound, result), pending & ~accept
+
+        rng, result, _ = while_loop((self, self.UInt32(0), self.Bool(True) & mask),
+                                    lambda rng, result, pending: pending, body,
+                                    labels=('rng', 'result', 'pending'))
+        self.state = rng.state
+        return result
 
     def __iadd__(self, delta):
         """Skips ahead `delta` draws in O(log delta) (O'Neill's pcg32_advance)."""

@@ -1,0 +1,295 @@
+"""pbc.while_loop, pbc.if_stmt and pbc.Loop against plain Python run lane by lane, in
+symbolic and evaluated mode; loop optimizations; error messages."""
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+import pbc
+from pbc.llvm import PCG32, Array3f, Bool, Float, Int32, UInt32
+
+MODES = ('symbolic', 'evaluated')
+N = 37                        # not a multiple of any vector width: masked tails
+
+
+def collatz_steps(v):
+    n = 0
+    while v != 1:
+        v = v // 2 if v % 2 == 0 else 3 * v + 1
+        n += 1
+    return n
+
+
+@pytest.mark.parametrize('mode', MODES)
+def test_collatz(mode):
+    start = np.arange(1, N + 1, dtype=np.uint32)
+
+    def body(x, steps):
+        return pbc.select(x % 2 == 0, x // 2, 3 * x + 1), steps + 1
+
+    x, steps = pbc.while_loop((UInt32(start), UInt32(0)), lambda x, s: x != 1, body,
+                              mode=mode)
+    assert steps.numpy().tolist() == [collatz_steps(int(v)) for v in start]
+    assert (x.numpy() == 1).all()
+
+
+@pytest.mark.parametrize('mode', MODES)
+def test_nested_loops(mode):
+    a = np.arange(N, dtype=np.uint32) % 6
+
+    def outer(i, acc):
+        _, acc = pbc.while_loop((UInt32(0), acc), lambda j, acc: j < i,
+                                lambda j, acc: (j + 1, acc + j * i), mode=mode)
+        return i + 1, acc
+
+    _, acc = pbc.while_loop((UInt32(0), UInt32(0)), lambda i, acc: i < UInt32(a), outer,
+                            mode=mode)
+    ref = [sum(j * i for i in range(k) for j in range(i)) for k in a]
+    assert acc.numpy().tolist() == ref
+
+
+@pytest.mark.parametrize('mode', MODES)
+def test_lanes_that_never_enter_keep_their_values(mode):
+    x = Float(np.linspace(-2, 2, N, dtype=np.float32))
+    y, = pbc.while_loop((x,), lambda y: y < 0, lambda y: (y + 0.75,), mode=mode)
+    ref = np.linspace(-2, 2, N, dtype=np.float32)
+    for _ in range(4):
+        ref = np.where(ref < 0, ref + np.float32(0.75), ref)
+    assert np.array_equal(y.numpy(), ref)
+    assert np.array_equal(x.numpy(), np.linspace(-2, 2, N, dtype=np.float32))  # input intact
+
+
+@pytest.mark.parametrize('mode', MODES)
+def test_scatter_and_print_inside_a_loop(mode, capfd):
+    trips = np.array([3, 0, 1, 2], dtype=np.uint32)
+    hist = UInt32(np.zeros(3, dtype=np.uint32))
+
+    def body(i):
+        pbc.scatter_add(hist, 1, i)
+        pbc.print('i={i}', i=i)
+        return (i + 1,)
+
+    pbc.while_loop((UInt32(0),), lambda i: i < UInt32(trips), body, mode=mode)
+    assert hist.numpy().tolist() == [3, 2, 1]
+    pbc.eval()
+    lines = capfd.readouterr().out.split()
+    assert sorted(lines) == sorted(f'i={i}' for t in trips for i in range(t))
+
+
+@pytest.mark.parametrize('mode', MODES)
+def test_nested_state_types(mode):
+    @dataclasses.dataclass
+    class Ray:
+        o: Array3f
+        t: Float
+
+    class Hit:
+        DRJIT_STRUCT = {'dist': Float, 'idx': UInt32}
+
+        def __init__(self, dist, idx):
+            self.dist, self.idx = dist, idx
+
+    rng = PCG32(N)
+    state = (UInt32(0), Ray(Array3f(0, 1, 2), Float(0)), {'hit': Hit(Float(0), UInt32(0))},
+             [rng], 'label')
+
+    def body(i, ray, d, rngs, name):
+        r = rngs[0]
+        u = r.next_float32()
+        return (i + 1, Ray(ray.o + u, ray.t + 1), {'hit': Hit(d['hit'].dist + u, i)}, [r],
+                name)
+
+    i, ray, d, rngs, name = pbc.while_loop(state, lambda i, *_: i < 5, body, mode=mode)
+    ref_rng, ref = PCG32(N), np.zeros(N, dtype=np.float32)
+    for _ in range(5):
+        ref = ref + ref_rng.next_float32().numpy()
+    assert name == 'label'
+    assert np.allclose(ray.o.y.numpy(), 1 + ref) and np.allclose(d['hit'].dist.numpy(), ref)
+    assert ray.t.numpy().tolist() == [5] * N and d['hit'].idx.numpy().tolist() == [4] * N
+    assert np.array_equal(rngs[0].state.numpy(), ref_rng.state.numpy())
+
+
+def test_python_condition_runs_as_python():
+    calls = []
+
+    def body(i, x):
+        calls.append(i)
+        return i + 1, x * 2
+
+    assert pbc.while_loop((0, Float(1)), lambda i, x: i < 3, body)[1].numpy().tolist() == [8]
+    assert calls == [0, 1, 2]
+
+
+def test_symbolic_loop_is_one_kernel_with_a_loop():
+    x = UInt32(np.arange(N, dtype=np.uint32))
+    with pbc.scoped_set_flag(pbc.JitFlag.KernelHistory):
+        pbc.kernel_history_clear()
+        for k in (10, 20):
+            y, _ = pbc.while_loop((x, UInt32(0)), lambda x, i, k=k: i < k,
+                                  lambda x, i: ((x + 1) ^ x, i + 1))
+            ref = np.arange(N, dtype=np.uint32)
+            for _ in range(k):
+                ref = (ref + 1) ^ ref
+            assert np.array_equal(y.numpy(), ref)
+        hist = pbc.kernel_history()
+    assert len(hist) == 2 and hist[0]['ir_ops'] == hist[1]['ir_ops'] < 20
+
+
+def test_uniform_counter_is_scalar_in_llvm_ir():
+    x = UInt32(np.arange(N, dtype=np.uint32))
+    y, _ = pbc.while_loop((x, UInt32(0)), lambda x, i: i < 100,
+                          lambda x, i: ((x + 1) ^ x, i + 1))
+    pbc.schedule(y)
+    kernel, = pbc.evaluate.take_kernels()
+    from pbc.backend.llvm_render import render
+    ir = render(kernel, 8)
+    assert 'phi i32 [ 0,' in ir                    # the counter: one scalar register
+    assert 'icmp ult i32' in ir and 'reduce.or' not in ir
+
+
+def test_optimize_loops_removes_invariant_and_unused_state():
+    x = Float(np.arange(N, dtype=np.float32))
+    before = pbc.loop_stats()['invariant_removed']
+
+    def body(i, inv, unused, acc):
+        return i + 1, inv, unused * 3 + acc, acc + inv
+
+    with pbc.scoped_set_flag(pbc.JitFlag.KernelHistory):
+        pbc.kernel_history_clear()
+        i, inv, unused, acc = pbc.while_loop((UInt32(0), x, Float(1), Float(0)),
+                                             lambda i, *_: i < 4, body)
+        assert np.array_equal(acc.numpy(), 4 * np.arange(N, dtype=np.float32))
+        rec = pbc.kernel_history()[-1]
+    assert pbc.loop_stats()['invariant_removed'] == before + 1       # inv
+    assert rec['loop_state_removed'] == 1             # unused (i feeds the test: kept)
+    with pbc.scoped_set_flag(pbc.JitFlag.OptimizeLoops, False):
+        *_, acc2 = pbc.while_loop((UInt32(0), x, Float(1), Float(0)),
+                                  lambda i, *_: i < 4, body)
+        assert np.array_equal(acc2.numpy(), acc.numpy())
+
+
+@pytest.mark.parametrize('mode', MODES)
+def test_if_stmt(mode):
+    x = Int32(np.arange(N, dtype=np.int32) - 18)
+    hits = UInt32(np.zeros(2, dtype=np.uint32))
+
+    def neg(v):
+        pbc.scatter_add(hits, 1, 0)
+        return -v, 'same'
+
+    def pos(v):
+        pbc.scatter_add(hits, 1, 1)
+        return v * 2, 'same'
+
+    y, tag = pbc.if_stmt((x,), x < 0, neg, pos, mode=mode)
+    ref = np.arange(N) - 18
+    assert y.numpy().tolist() == np.where(ref < 0, -ref, ref * 2).tolist() and tag == 'same'
+    assert hits.numpy().tolist() == [18, N - 18]
+    assert pbc.if_stmt((1,), True, lambda v: v + 1, lambda v: v - 1) == 2
+
+
+@pytest.mark.parametrize('mode', MODES)
+def test_loop_inside_branch_runs_only_its_lanes(mode):
+    # Lanes outside the branch would never finish this loop (x = 0 is a fixed point).
+    x = UInt32(np.arange(N, dtype=np.uint32))
+
+    def collatz(v):
+        return pbc.while_loop((v, UInt32(0)), lambda v, s: v != 1,
+                              lambda v, s: (pbc.select(v % 2 == 0, v // 2, 3 * v + 1), s + 1),
+                              mode=mode)[1]
+
+    steps = pbc.if_stmt((x,), x > 0, collatz, lambda v: UInt32(0), mode=mode)
+    assert steps.numpy().tolist() == [0] + [collatz_steps(v) for v in range(1, N)]
+
+
+def test_legacy_loop_object():
+    rng = PCG32(N)
+    i, result = UInt32(0), Float(0)
+    loop = pbc.Loop('ao', state=lambda: (rng, i, result))
+    while loop(i < 10):
+        result += rng.next_float32()
+        i += 1
+    ref_rng, ref = PCG32(N), np.zeros(N, dtype=np.float32)
+    for _ in range(10):
+        ref = ref + ref_rng.next_float32().numpy()
+    assert np.allclose(result.numpy(), ref) and i.numpy().tolist() == [10] * N
+    assert np.array_equal(rng.state.numpy(), ref_rng.state.numpy())
+
+
+def test_pcg32_bounded_is_a_loop():
+    rng = PCG32(N)
+    with pbc.scoped_set_flag(pbc.JitFlag.KernelHistory):
+        pbc.kernel_history_clear()
+        r = rng.next_uint32_bounded(3_000_000_000)
+        r.numpy()
+        assert len(pbc.kernel_history()) == 1        # rejection sampling inside the kernel
+    assert (r.numpy() < 3_000_000_000).all()
+
+
+# ---- errors ----------------------------------------------------------------------------------
+def test_type_change_names_the_variable():
+    with pytest.raises(TypeError, match="'x' changes type from Float32 to Float64"):
+        pbc.while_loop((Float(1), UInt32(0)), lambda x, i: i < 3,
+                       lambda x, i: (pbc.llvm.Float64(x), i + 1), labels=('x', 'i'))
+
+
+def test_python_value_changed_by_body():
+    with pytest.raises(TypeError, match="'n' is int 0, not a JIT array"):
+        pbc.while_loop((UInt32(0), 0), lambda i, n: i < 3, lambda i, n: (i + 1, n + 1),
+                       labels=('i', 'n'))
+
+
+def test_structure_change():
+    with pytest.raises(TypeError, match='structure'):
+        pbc.while_loop(([UInt32(0)],), lambda v: v[0] < 3, lambda v: ([v[0] + 1, v[0]],))
+
+
+def test_reading_a_value_inside_a_symbolic_body():
+    def body(i):
+        if i[0] > 2:          # needs the value while the loop is being recorded
+            pass
+        return (i + 1,)
+
+    x = UInt32(1, 2)
+    with pytest.raises(RuntimeError, match='evaluated mode'):
+        pbc.while_loop((x,), lambda i: i < 3, body)
+    assert x.numpy().tolist() == [1, 2]
+    assert pbc.while_loop((x,), lambda i: i < 3, lambda i: (i + 1,))[0].numpy().tolist() == [3, 3]
+
+
+def test_leaked_body_value():
+    leaked = []
+
+    def body(i):
+        leaked.append(i * 2)
+        return (i + 1,)
+
+    pbc.while_loop((UInt32(0, 1),), lambda i: i < 3, body)
+    with pytest.raises(RuntimeError, match='used outside'):
+        leaked[0] + 1
+
+
+def test_read_after_write_in_one_body():
+    buf = UInt32(np.zeros(4, dtype=np.uint32))
+
+    def body(i):
+        pbc.scatter(buf, i, i)
+        return (i + pbc.gather(UInt32, buf, i),)
+
+    with pytest.raises(RuntimeError, match='also writes'):
+        pbc.while_loop((UInt32(0, 1),), lambda i: i < 3, body)
+    assert buf.numpy().tolist() == [0, 0, 0, 0]          # the failed loop wrote nothing
+    pbc.scatter(buf, 5, UInt32(1))
+    assert buf.numpy().tolist() == [0, 5, 0, 0]
+
+
+def test_bad_mode():
+    with pytest.raises(ValueError, match='mode'):
+        pbc.while_loop((UInt32(0),), lambda i: i < 3, lambda i: (i + 1,), mode='fast')
+
+
+def test_if_stmt_mismatch():
+    with pytest.raises(TypeError, match="'result\\[0\\]' is Float32 in one branch"):
+        pbc.if_stmt((Float(1, 2),), Bool(True, False), lambda x: (x,),
+                    lambda x: (UInt32(1),))
