@@ -115,12 +115,14 @@ def while_loop(state, cond, body, labels=(), label=None, mode=None, max_iteratio
 
 
 def _width(arrays, what, names):
+    """The loop's width: that of its widest state (widths must be equal or 1; 0 counts)."""
     n = 1
     for x in arrays:
         m = len(x)
-        if m != 1 and n != 1 and m != n:
+        if n == 1:
+            n = m
+        elif m != 1 and m != n:
             raise ValueError(f'pbc.{what}: loop state has incompatible widths {n} and {m}')
-        n = max(n, m) if n == 1 or m == 1 else n
     return n
 
 

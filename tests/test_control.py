@@ -293,3 +293,36 @@ def test_if_stmt_mismatch():
     with pytest.raises(TypeError, match="'result\\[0\\]' is Float32 in one branch"):
         pbc.if_stmt((Float(1, 2),), Bool(True, False), lambda x: (x,),
                     lambda x: (UInt32(1),))
+
+
+@pytest.mark.parametrize('mode', MODES)
+def test_gathers_in_a_body(mode):
+    table = Float(np.arange(10, dtype=np.float32) * 1.5)
+    expr = Float(np.arange(10, dtype=np.float32)) * 2          # unevaluated: re-indexed
+    trips = UInt32(0, 3, 5)
+    _, acc, acc2 = pbc.while_loop(
+        (UInt32(0), Float(0), Float(0)), lambda i, *_: i < trips,
+        lambda i, acc, acc2: (i + 1, acc + pbc.gather(Float, table, i),
+                              acc2 + pbc.gather(Float, expr, i * 2)), mode=mode)
+    assert acc.numpy().tolist() == [0, 4.5, 15] and acc2.numpy().tolist() == [0, 12, 40]
+
+
+@pytest.mark.parametrize('mode', MODES)
+def test_empty_and_single_lane_loops(mode):
+    empty, = pbc.while_loop((UInt32([]),), lambda x: x < 3, lambda x: (x + 1,), mode=mode)
+    assert len(empty) == 0 and empty.numpy().tolist() == []
+    _, p = pbc.while_loop((UInt32(0), UInt32(1)), lambda i, p: i < 10,
+                          lambda i, p: (i + 1, p * 3), mode=mode)
+    assert p.numpy().tolist() == [3 ** 10]
+
+
+def test_three_nested_loops():
+    def level(depth, k):
+        if depth == 0:
+            return k + 1
+        return pbc.while_loop((UInt32(0), k), lambda i, k: i < depth + 1,
+                              lambda i, k: (i + 1, level(depth - 1, k)))[1]
+
+    out = pbc.while_loop((UInt32(0), UInt32(0, 100)), lambda i, k: i < UInt32(1, 2),
+                         lambda i, k: (i + 1, level(2, k)))[1]
+    assert out.numpy().tolist() == [6, 112]
