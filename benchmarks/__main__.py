@@ -1,9 +1,9 @@
-"""python -m benchmarks SUITE [SUITE...] (suites: core)."""
+"""python -m benchmarks SUITE [SUITE...] (suites: core, loops)."""
 
 import importlib
 import sys
 
-SUITES = ('core',)
+SUITES = ('core', 'loops')
 
 
 def main(argv):

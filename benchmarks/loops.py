@@ -1,0 +1,217 @@
+"""Loop benchmarks: the paper's loop microbenchmark as a symbolic loop, an unrolled trace and
+NumPy, and the ambient occlusion sample.
+
+    python -m benchmarks loops
+
+Every pbc figure is measured in a fresh process with an empty kernel cache, so its first call
+traces, compiles and runs (the process's one-time LLVM setup happens before, on a small
+kernel, and is not counted); warm figures are the best of a few repeated calls (memory-cache
+hits: trace + launch + run). Prints one labelled figure per line; asserts nothing.
+"""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+N_LOOP = 10_000_000
+KS = (1, 10, 100, 1000)
+EVALUATED_MAX_K = 100     # an evaluated loop launches K kernels: 1000 of them take seconds
+WARM_REPEAT = 5
+AO_SIZE, AO_SPP = (1024, 1024), 64
+
+
+def row(label, value, unit=''):
+    print(f'  {label:<60} {value:>12} {unit}'.rstrip())
+
+
+def ms(seconds):
+    return f'{seconds * 1e3:.1f}' if seconds is not None else '-'
+
+
+# ---- what runs in the child processes ----------------------------------------------------
+
+def _xor_loop(variant, k):
+    """A function computing K rounds of x = (x + 1) ^ x on 10^7 UInt32: unrolled at trace time
+    or a while loop (mode 'symbolic' or 'evaluated') over a counter from 0 stepped by 1."""
+    import pbc
+    from pbc.llvm import UInt32
+
+    x0 = pbc.arange(UInt32, N_LOOP)
+    pbc.eval(x0)                               # also sets up LLVM, outside the timings
+
+    def unrolled():
+        x = x0
+        for _ in range(k):
+            x = (x + 1) ^ x
+        return x
+
+    def loop():
+        _, x = pbc.while_loop((UInt32(0), x0), lambda i, x: i < k,
+                              lambda i, x: (i + 1, (x + 1) ^ x), labels=('i', 'x'),
+                              mode=variant)
+        return x
+
+    return unrolled if variant == 'unrolled' else loop
+
+
+def child_xor(variant, k):
+    import pbc
+    fn = _xor_loop(variant, k)
+    pbc.set_flag(pbc.JitFlag.KernelHistory, True)
+    pbc.kernel_history_clear()
+    t0 = time.perf_counter()
+    x = fn()
+    t1 = time.perf_counter()
+    pbc.eval(x)
+    t2 = time.perf_counter()
+    hist = pbc.kernel_history()
+    out = {
+        'first': t2 - t0, 'trace': t1 - t0, 'kernels': len(hist),
+        'codegen': sum(h['codegen_time'] for h in hist),
+        'backend': sum(h['backend_time'] for h in hist),
+        'run': sum(h['execution_time'] for h in hist),
+        'ir_ops': max((h['ir_ops'] for h in hist), default=0),
+        'checksum': int(np.sum(x.numpy(), dtype=np.uint64)),
+    }
+    pbc.set_flag(pbc.JitFlag.KernelHistory, False)
+    del x
+    warm = []
+    for _ in range(WARM_REPEAT):
+        t0 = time.perf_counter()
+        pbc.eval(fn())
+        warm.append(time.perf_counter() - t0)
+    out['warm'] = min(warm)
+    return out
+
+
+def child_ao(mode):
+    import importlib.util
+
+    import pbc
+    from pbc.llvm import Float
+    spec = importlib.util.spec_from_file_location(
+        'ambient_occlusion', os.path.join(ROOT, 'samples', 'ambient_occlusion.py'))
+    ao = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(ao)
+    pbc.eval(pbc.arange(Float, 10) * 0.5)      # one-time LLVM setup, outside the timings
+    w, h = AO_SIZE
+    image, first = ao.timed_render(w, h, AO_SPP, mode)
+    warm = [ao.timed_render(w, h, AO_SPP, mode)[1] for _ in range(2)]
+    first['warm'] = min(t['wall'] for t in warm)
+    first['mean'] = float(image.mean())
+    return first
+
+
+def run_child(*args):
+    """Runs `python -m benchmarks.loops child ARGS` with an empty kernel cache; its result."""
+    cache = tempfile.mkdtemp(prefix='pbc-bench-')
+    env = dict(os.environ, PBC_CACHE_DIR=cache,
+               PYTHONPATH=os.pathsep.join(filter(None, [ROOT, os.environ.get('PYTHONPATH')])))
+    try:
+        res = subprocess.run([sys.executable, '-m', 'benchmarks.loops', 'child', *args],
+                             cwd=ROOT, env=env, capture_output=True, text=True)
+    finally:
+        shutil.rmtree(cache, ignore_errors=True)
+    if res.returncode != 0:
+        lines = (res.stderr.strip() or res.stdout.strip() or '?').splitlines()
+        return {'error': lines[-1]}
+    return json.loads(res.stdout.strip().splitlines()[-1])
+
+
+# ---- the parent --------------------------------------------------------------------------
+
+def numpy_xor(k, repeat):
+    xs = np.arange(N_LOOP, dtype=np.uint32)
+    best, x = None, None
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        x = xs
+        for _ in range(k):
+            x = (x + 1) ^ x
+        t = time.perf_counter() - t0
+        best = t if best is None else min(best, t)
+    return best, int(np.sum(x, dtype=np.uint64))
+
+
+def bench_xor():
+    print(f'Loop x = (x + 1) ^ x ({N_LOOP:.0e} UInt32): first call (fresh process, empty cache) '
+          f'/ warm (best of {WARM_REPEAT}), ms')
+    variants = ('symbolic', 'unrolled', 'evaluated')
+    table = {}
+    for k in KS:
+        t_np, expected = numpy_xor(k, repeat=3 if k <= 100 else 1)
+        for variant in variants:
+            if variant == 'evaluated' and k > EVALUATED_MAX_K:
+                r = {'error': f'skipped (K > {EVALUATED_MAX_K}: one kernel per iteration)'}
+            else:
+                r = run_child('xor', variant, str(k))
+            if 'error' not in r and r['checksum'] != expected:
+                r = {'error': f'WRONG RESULT (checksum {r["checksum"]}, NumPy {expected})'}
+            table[variant, k] = r
+            if 'error' in r:
+                row(f'K={k:<4} {variant}', r['error'][:60])
+                continue
+            row(f'K={k:<4} {variant:<9} first / warm', f'{ms(r["first"])} / {ms(r["warm"])}', 'ms')
+            row(f'         ({r["kernels"]} kernel(s), {r["ir_ops"]} IR ops: trace / codegen / '
+                f'LLVM / run)', f'{ms(r["trace"])} / {ms(r["codegen"])} / {ms(r["backend"])} / '
+                f'{ms(r["run"])}', 'ms')
+        row(f'K={k:<4} NumPy ({"best of 3" if k <= 100 else "one run"})', ms(t_np), 'ms')
+        table['numpy', k] = {'warm': t_np}
+
+    print('Summary, ms (first / warm; NumPy: warm)')
+    print(f'  {"K":>5}  ' + ''.join(f'{v:>20}' for v in variants) + f'{"NumPy":>12}')
+    for k in KS:
+        cells = []
+        for v in variants:
+            r = table[v, k]
+            cells.append(f'{"-" if "error" in r else ms(r["first"]) + " / " + ms(r["warm"]):>20}')
+        print(f'  {k:>5}  ' + ''.join(cells) + f'{ms(table["numpy", k]["warm"]):>12}')
+    sym = [table['symbolic', k] for k in KS]
+    if all('error' not in r for r in sym):
+        comp = ' / '.join(ms(r['codegen'] + r['backend']) for r in sym)
+        row('symbolic loop compile time (codegen + LLVM) at K = 1/10/100/1000', comp, 'ms')
+        row('symbolic first call at K = 1000 (target < 800 ms)', ms(sym[-1]['first']), 'ms')
+    s, u = table.get(('symbolic', 100), {'error': 1}), table.get(('unrolled', 100), {'error': 1})
+    if 'error' not in s and 'error' not in u:
+        row('warm symbolic / unrolled at K = 100 (target <= 1.5)',
+            f'{s["warm"] / u["warm"]:.2f}', 'x')
+
+
+def bench_ao():
+    w, h = AO_SIZE
+    print(f'Ambient occlusion sample ({w}x{h}, {AO_SPP} shadow rays per pixel), ms')
+    for mode in ('symbolic', 'evaluated'):
+        r = run_child('ao', mode)
+        if 'error' in r:
+            row(f'{mode} loop', r['error'][:60])
+            continue
+        row(f'{mode:<9} first call: trace / compile / run / wall',
+            f'{ms(r["trace"])} / {ms(r["compile"])} / {ms(r["run"])} / {ms(r["wall"])}', 'ms')
+        row(f'{mode:<9} warm (best of 2), wall', ms(r['warm']), 'ms')
+        row(f'{mode:<9} kernels, IR ops, mean AO', f'{r["kernels"]}, {r["ir_ops"]}, '
+            f'{r["mean"]:.4f}')
+
+
+def main():
+    t0 = time.perf_counter()
+    print(f'pbc loop benchmarks: {os.cpu_count()} CPUs, NumPy {np.__version__}, '
+          f'load average {os.getloadavg()[0]:.2f}')
+    bench_xor()
+    bench_ao()
+    print(f'total {time.perf_counter() - t0:.1f} s')
+
+
+if __name__ == '__main__':
+    if sys.argv[1:2] == ['child']:
+        what, *args = sys.argv[2:]
+        result = child_xor(args[0], int(args[1])) if what == 'xor' else child_ao(args[0])
+        print(json.dumps(result))
+    else:
+        main()
