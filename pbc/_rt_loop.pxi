@@ -13,6 +13,7 @@
 cdef vector[vector[uint32_t]] scope_effects   # side effects of each open loop (a ref each)
 cdef vector[uint32_t] mask_stack              # innermost last (a ref each)
 cdef dict scope_targets = {}                  # scatter target -> open loop that writes it
+cdef dict scope_reads = {}                    # gather source -> open loop that reads it
 cdef uint64_t loop_serial = 0
 
 LOOP_LEAK = ('pbc: a value computed inside a symbolic loop body is used outside of it. '
@@ -76,6 +77,25 @@ cdef void check_dirty_read(uint32_t t) except *:
             'pbc: this symbolic loop body reads an array that it also writes with a scatter; '
             "reads cannot be ordered after writes inside one kernel. Run the loop in evaluated "
             "mode (pbc.hint(cond, mode='evaluated')) or read before the first write")
+
+cdef void check_write_after_read(uint32_t t) except *:
+    if t in scope_reads and scope_depth(scope_reads[t]) > 0:
+        raise RuntimeError(
+            'pbc: this symbolic loop body writes (scatters into) an array that it also reads '
+            'with a gather: the reads of later iterations would not see the writes of '
+            "earlier ones. Run the loop in evaluated mode (pbc.hint(cond, mode='evaluated')), "
+            'or use pbc.scatter_reduce if the body only accumulates')
+
+cdef void note_read(uint32_t src) noexcept:
+    if not scope_stack.empty() and src not in scope_reads:
+        scope_reads[src] = scope_stack.back()
+
+cdef void move_scope_entries(dict table, uint32_t start, uint32_t parent, bint drop):
+    for t in [t for t, s in table.items() if s == start]:
+        if parent and not drop:
+            table[t] = parent
+        else:
+            del table[t]
 
 cdef void queue_effect(uint32_t s) noexcept:
     """Queues side effect s (taking over its reference): into the innermost loop being
@@ -162,11 +182,8 @@ cdef void close_scope(uint32_t start) except *:
     enclosing loop (or to the top level, where release_roots clears them)."""
     scope_stack.pop_back()
     cdef uint32_t parent = scope_stack.back() if not scope_stack.empty() else 0
-    for t in [t for t, s in scope_targets.items() if s == start]:
-        if parent:
-            scope_targets[t] = parent
-        else:
-            del scope_targets[t]
+    move_scope_entries(scope_targets, start, parent, False)
+    move_scope_entries(scope_reads, start, parent, False)
 
 def loop_end(uint32_t start, list phis, list updates):
     """Closes loop `start`: `updates` are the state at the end of an iteration, one per phi.
@@ -222,6 +239,7 @@ def loop_abort(uint32_t start):
         del scope_targets[t]
         vars[<uint32_t> t].flags &= ~F_DIRTY
         pending_reduce.pop(t, None)
+    move_scope_entries(scope_reads, start, 0, True)
     scope_stack.pop_back()
     dec_ext(start)
     for x in effects:

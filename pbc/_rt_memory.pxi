@@ -115,6 +115,7 @@ cdef void scatter_obj(ArrayBase target, object value, object index, object activ
                          vars[target._index].size, be)
         apply_mask(&im)
         size = result_size(OP_SCATTER, iv, ii, im, 0)
+        check_write_after_read(target._index)
         in_body = target._index in scope_targets and scope_depth(
             scope_targets[target._index]) > 0
         if (vars[target._index].flags & F_DIRTY) and not in_body and (

@@ -211,6 +211,7 @@ cdef uint32_t var_pointer(uint32_t data, bint write) except 0:
     return var_new(OP_PTR, T_PTR, 1, data, 0, 0, 0, 0, 1 if write else 0, vars[data].backend)
 
 cdef uint32_t gather_data(uint32_t data, uint32_t index, uint32_t mask) except 0:
+    note_read(data)
     cdef uint32_t ptr = var_pointer(data, False)
     cdef uint32_t r
     try:

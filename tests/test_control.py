@@ -326,3 +326,18 @@ def test_three_nested_loops():
     out = pbc.while_loop((UInt32(0), UInt32(0, 100)), lambda i, k: i < UInt32(1, 2),
                          lambda i, k: (i + 1, level(2, k)))[1]
     assert out.numpy().tolist() == [6, 112]
+
+
+def test_write_after_read_in_one_body():
+    buf = UInt32(np.zeros(4, dtype=np.uint32))
+    idx = UInt32(1, 1, 2)
+
+    def body(i):
+        v = pbc.gather(UInt32, buf, idx)
+        pbc.scatter(buf, v + 1, idx)
+        return (i + 1,)
+
+    with pytest.raises(RuntimeError, match='would not see the writes'):
+        pbc.while_loop((UInt32(0),), lambda i: i < 3, body)
+    pbc.while_loop((UInt32(0),), lambda i: i < 3, body, mode='evaluated')
+    assert buf.numpy().tolist() == [0, 3, 3, 0]
