@@ -153,8 +153,7 @@ def assemble(backend, outputs, records, size, optimize_loops=True):
         slot = add_param('out', tname, (-1, n))
         k.instrs.append(Instr('store', 'void', (reg,), slot=slot))
         out_slots.append((slot, tname))
-    if k.loops:
-        _find_uniform(k)
+    _find_uniform(k)
     return k, Layout(sources, out_slots)
 
 

@@ -42,6 +42,17 @@ def folded(fn, *columns):
     return out
 
 
+def uniform(fn, *columns, rows=6):
+    """fn applied to width-1 arrays in memory, a few lanes: kernels of uniform (scalar)
+    registers, the code loop counters use."""
+    out = []
+    for row in list(zip(*columns))[:rows]:
+        args = [flat(c.dtype.name if c.dtype != np.bool_ else 'bool', np.array([v]))
+                for c, v in zip(columns, row)]
+        out.append(as_numpy(fn(*args))[0])
+    return out
+
+
 def check(fn, ref, *columns, fold=True):
     arrays = [flat(c.dtype.name if c.dtype != np.bool_ else 'bool', c) for c in columns]
     expected = ref(*columns)
@@ -49,6 +60,8 @@ def check(fn, ref, *columns, fold=True):
     assert_same(result, expected, 'kernel')
     if fold:
         assert_same(np.array(folded(fn, *columns), dtype=result.dtype), expected, 'folded')
+    scalar = uniform(fn, *columns)
+    assert_same(np.array(scalar, dtype=result.dtype), expected[:len(scalar)], 'uniform')
 
 
 UNARY = {
