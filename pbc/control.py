@@ -285,6 +285,8 @@ def _merge(cond, t, f, path):
     if pt is None or pf is None:
         if t is f or (type(t) is type(f) and _equal(t, f)):
             return t
+        if isinstance(t, scalar) and isinstance(f, scalar):
+            return select(cond, t, f)            # e.g. `1.0 if c else 0.0`: a JIT array
         raise TypeError(f"pbc.if_stmt: '{path}' differs between the branches ({_describe(t)} "
                         f'and {_describe(f)}) and is not a JIT array: make it one')
     if type(t) is not type(f) or len(pt) != len(pf):

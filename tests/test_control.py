@@ -341,3 +341,10 @@ def test_write_after_read_in_one_body():
         pbc.while_loop((UInt32(0),), lambda i: i < 3, body)
     pbc.while_loop((UInt32(0),), lambda i: i < 3, body, mode='evaluated')
     assert buf.numpy().tolist() == [0, 3, 3, 0]
+
+
+def test_if_stmt_merges_python_numbers_into_an_array():
+    c = Bool(True, False, True)
+    r = pbc.if_stmt((), c, lambda: 1.5, lambda: 0)
+    assert type(r) is Float and r.numpy().tolist() == [1.5, 0, 1.5]
+    assert pbc.if_stmt((), c, lambda: 'x', lambda: 'x') == 'x'
