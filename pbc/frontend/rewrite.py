@@ -1,0 +1,195 @@
+"""Second pass: planned `while`/`if` statements become calls of the control-flow primitives,
+and conditional expressions become calls that choose at run time.
+
+    while c: body          def _pbc_cond_N(<state>): return c
+                           def _pbc_body_N(<state>): body; return (<state>,)
+                           (<state>,) = __pbc_ctl__.while_loop((<state>,), _pbc_cond_N,
+                                                               _pbc_body_N, labels=...)
+
+    if c: a  else: b       def _pbc_true_N(<args>): a; return (<outputs>,)
+                           def _pbc_false_N(<args>): b; return (<outputs>,)
+                           (<outputs>,) = __pbc_ctl__.if_stmt((<args>,), c, ...)
+
+Loop state: the variables the body writes (or modifies through an attribute, item or
+method call) that are live where the loop tests its condition: read by the condition, by
+a later iteration before being written, or after the loop. Branch outputs: variables a
+branch writes that are live after the `if`; branch arguments: the written ones that a
+branch may read before writing them (or must return unchanged). Everything else the body
+reads is an ordinary closure read.
+"""
+
+import ast
+
+from .analysis import SCOPES, Names, header, is_compound
+from .hints import CTL, ctl
+from .lowering import located
+
+
+def _name(v, ctx=ast.Load):
+    return ast.Name(v, ctx())
+
+
+def _tuple(names, ctx=ast.Load):
+    return ast.Tuple([_name(v, ctx) for v in names], ctx())
+
+
+def _def(name, params, body, at):
+    body = [b for b in body if not isinstance(b, ast.Pass)] or body
+    args = ast.arguments(posonlyargs=[], args=[ast.arg(p) for p in params], vararg=None,
+                         kwonlyargs=[], kw_defaults=[], kwarg=None, defaults=[])
+    fields = dict(name=name, args=args, body=body, decorator_list=[], returns=None)
+    if 'type_params' in ast.FunctionDef._fields:
+        fields['type_params'] = []
+    return located(ast.FunctionDef(**fields), at)
+
+
+class IfExps(ast.NodeTransformer):
+    """`a if c else b` -> __pbc_ctl__.ifexp(c, lambda: a, lambda: b), except where moving
+    `a` and `b` into lambdas would change them (':=', yield, await)."""
+
+    def visit_IfExp(self, node):
+        self.generic_visit(node)
+        if any(isinstance(n, (ast.NamedExpr, ast.Yield, ast.YieldFrom, ast.Await))
+               for part in (node.body, node.orelse) for n in ast.walk(part)):
+            why = ast.Constant(f"its branches assign variables or contain 'yield'/'await' "
+                               f'(line {node.lineno})')
+            node.test = ctl('python_cond', node.test, why, node=node.test)
+            return node
+        lams = [located(ast.Lambda(ast.arguments(posonlyargs=[], args=[], vararg=None,
+                                                 kwonlyargs=[], kw_defaults=[], kwarg=None,
+                                                 defaults=[]), part), part)
+                for part in (node.body, node.orelse)]
+        return ctl('ifexp', node.test, *lams, node=node)
+
+    def _skip(self, node):
+        return node
+
+    visit_FunctionDef = visit_AsyncFunctionDef = visit_ClassDef = _skip
+
+
+class Rewriter:
+    def __init__(self, fn, live, assigned, local, order, where):
+        self.fn, self.live, self.assigned = fn, live, assigned
+        self.local, self.order, self.where = local, order, where
+        self.scopes = []            # parameters of each function being rewritten
+
+    def function(self):
+        self.fn.body = self.scoped([a.arg for a in _params(self.fn)], self.fn.body)
+
+    def scoped(self, params, stmts):
+        """Rewrites the statements of one (generated or the user's) function."""
+        self.scopes.append(set(params))
+        body = self.block(stmts)
+        self.scopes.pop()
+        return body
+
+    def guard(self, names, stmt):
+        """Statements that give each of `names` that may be unassigned before `stmt` a
+        placeholder (a loop or branch takes all its variables as values), and those that
+        unassign the ones still holding it afterwards, as plain Python would have left them.
+        """
+        unsure = [v for v in names if v not in self.scopes[-1]
+                  and v not in self.assigned.defined.get(id(stmt), ())]
+        before = [located(ast.Try([located(ast.Expr(_name(v)), stmt)], [located(
+            ast.ExceptHandler(_name('NameError'), None, [located(ast.Assign(
+                [_name(v, ast.Store)], ctl('Undefined', ast.Constant(v))), stmt)]), stmt)],
+            [], []), stmt) for v in unsure]
+        after = [] if len(self.scopes) > 1 else [
+            located(ast.If(ctl('is_undefined', _name(v)), [located(ast.Delete(
+                [_name(v, ast.Del)]), stmt)], []), stmt) for v in unsure]
+        return before, after
+
+    def sort(self, names):
+        return sorted(set(names), key=lambda v: self.order.get(v, (3, v)))
+
+    def written(self, *blocks):
+        out = {}
+        for b in blocks:
+            out.update(Names.of(b).written())
+        return [v for v in out if v in self.local]
+
+    def block(self, stmts):
+        out = []
+        for s in stmts:
+            plan = getattr(s, '_pbc', None)
+            if plan and plan['kind'] == 'while':
+                out += self.while_(s, plan)
+            elif plan and plan['kind'] == 'if':
+                out += self.if_(s, plan)
+            else:
+                out.append(self.plain(s))
+        return out
+
+    def plain(self, s):
+        if isinstance(s, SCOPES):
+            return s
+        if not is_compound(s):
+            return IfExps().visit(s)
+        for e in header(s):
+            new = IfExps().visit(e)
+            for field in ('test', 'iter', 'subject'):
+                if getattr(s, field, None) is e:
+                    setattr(s, field, new)
+        for i in getattr(s, 'items', []):
+            i.context_expr = IfExps().visit(i.context_expr)
+        for field in ('body', 'orelse', 'finalbody'):
+            if isinstance(getattr(s, field, None), list):
+                setattr(s, field, self.block(getattr(s, field)))
+        for h in getattr(s, 'handlers', []) + getattr(s, 'cases', []):
+            h.body = self.block(h.body)
+        return s
+
+    def check_include(self, hint):
+        for v in hint.include:
+            if v not in self.local:
+                self.where.error(hint.node, f"pbc.hint(include=[{v}]): '{v}' is not a local "
+                                 'variable of the function')
+
+    def call(self, fn, state, targets, at, hint, labels):
+        kw = [ast.keyword('labels', ast.Tuple([ast.Constant(v) for v in labels], ast.Load()))]
+        call = located(ast.Call(ctl(fn).func, state, kw + hint.keywords), at)
+        if not targets:
+            return located(ast.Expr(call), at)
+        return located(ast.Assign([_tuple(targets, ast.Store)], call), at)
+
+    def while_(self, s, plan):
+        n, hint, brk = plan['n'], plan['hint'], plan['brk']
+        self.check_include(hint)
+        head = self.live.head[id(s)]
+        state = [v for v in self.written(s.body) if v in head] + hint.include
+        state = self.sort(v for v in state + ([brk] if brk else []) if v not in hint.exclude)
+        before, after = self.guard(state, s)
+        test = IfExps().visit(s.test)
+        cond = _def(f'_pbc_cond_{n}', state, [located(ast.Return(test), s.test)], s)
+        body = self.scoped(state, s.body) + [located(ast.Return(_tuple(state)), s)]
+        body = _def(f'_pbc_body_{n}', state, body, s)
+        args = [_tuple(state), _name(cond.name), _name(body.name)]
+        return before + [cond, body, self.call('while_loop', args, state, s, hint, state)] + \
+            [a for a in after if a.test.args[0].id in state]
+
+    def if_(self, s, plan):
+        n, hint = plan['n'], plan['hint']
+        self.check_include(hint)
+        written = self.written(s.body, s.orelse)
+        after = self.live.live_out[id(s)]
+        outputs = [v for v in written if v in after] + hint.include
+        outputs = self.sort(v for v in outputs if v not in hint.exclude)
+        entry = self.live.block_in(s.body, s) | self.live.block_in(s.orelse, s)
+        args = self.sort([v for v in written if v in entry] + hint.include)
+        before, after = self.guard(args, s)
+        true, false = (_def(f'_pbc_{kind}_{n}', args, self.scoped(args, block)
+                            + [located(ast.Return(_tuple(outputs)), s)], s)
+                       for kind, block in (('true', s.body), ('false', s.orelse)))
+        test = IfExps().visit(s.test)
+        call_args = [_tuple(args), test, _name(true.name), _name(false.name)]
+        return before + [true, false, self.call('if_stmt', call_args, outputs, s, hint,
+                                                outputs)] + \
+            [a for a in after if a.test.args[0].id in outputs]
+
+
+def _params(fn):
+    a = fn.args
+    return a.posonlyargs + a.args + a.kwonlyargs + [x for x in (a.vararg, a.kwarg) if x]
+
+
+__all__ = ['Rewriter', 'IfExps', 'CTL']

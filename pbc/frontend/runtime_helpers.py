@@ -1,0 +1,208 @@
+"""What functions rewritten by @pbc.syntax call at run time (as `__pbc_ctl__.name`).
+
+Each helper does exactly what plain Python would do when its condition is a Python value,
+and defers to pbc.while_loop / pbc.if_stmt (pbc/control.py) when it is a JIT array."""
+
+import sys
+
+from .. import control
+from .._runtime import ArrayBase
+from ..routines import select
+from ..vector import StaticArray
+from .errors import SyntaxError_
+
+BREAK = '_pbc_brk_'          # loop state named so is a `break` flag (see lowering.py)
+
+
+def is_jit(x):
+    return isinstance(x, (ArrayBase, StaticArray))
+
+
+def _caller(depth=2):
+    f = sys._getframe(depth)
+    return f.f_code.co_filename, f.f_lineno
+
+
+class Undefined:
+    """Stands for a variable that is not assigned yet where a loop or branch takes it as
+    state. Using it raises the error Python would have raised."""
+
+    __slots__ = ('name',)
+
+    def __init__(self, name):
+        self.name = name
+
+    def __repr__(self):
+        return f'<unassigned variable {self.name!r}>'
+
+    def _fail(self, *args, **kwargs):
+        raise UnboundLocalError(f"cannot access local variable '{self.name}' where it is "
+                                'not associated with a value')
+
+    __bool__ = __call__ = __getitem__ = __index__ = __int__ = __float__ = _fail
+    __neg__ = __pos__ = __invert__ = __abs__ = _fail
+    __lt__ = __le__ = __gt__ = __ge__ = _fail
+    for _op in ('add', 'sub', 'mul', 'truediv', 'floordiv', 'mod', 'pow', 'matmul',
+                'and', 'or', 'xor', 'lshift', 'rshift'):
+        locals()[f'__{_op}__'] = locals()[f'__r{_op}__'] = _fail
+    del _op
+
+
+def is_undefined(x):
+    return isinstance(x, Undefined)
+
+
+def _unassigned(names, what):
+    file, line = _caller(3)
+    listed = ', '.join(repr(n) for n in names)
+    return NameError(
+        f'{file}:{line}: {listed} {"is" if len(names) == 1 else "are"} not assigned on every '
+        f'path before this {what}, which runs on JIT values (all lanes at once) and needs a '
+        f'value for every lane: assign {"it" if len(names) == 1 else "them"} before the '
+        f'{what}, e.g. {names[0]} = pbc.llvm.Float(0)')
+
+
+# ---- conditions -----------------------------------------------------------------------
+def lnot(x):
+    return ~x if is_jit(x) else not x
+
+
+def python_cond(c, reason, _depth=2):
+    """The condition of a statement left as plain Python: it must not be a JIT value."""
+    if is_jit(c):
+        file, line = _caller(_depth)
+        raise SyntaxError_(
+            f'this condition is a {type(c).__name__}, but @pbc.syntax left the statement as '
+            f'plain Python because {reason}. Restructure it, or reduce the condition to one '
+            'Python bool for all lanes (pbc.any(), pbc.all()) if that is what you mean',
+            file, line)
+    return c
+
+
+def ifexp(c, a, b):
+    """`a() if c else b()`; lane by lane for a JIT condition."""
+    if not is_jit(c):
+        return a() if c else b()
+    return control.if_stmt((), c, a, b, label='value')
+
+
+# ---- while -----------------------------------------------------------------------------
+def while_loop(state, cond, body, labels=(), **kwargs):
+    state, labels = tuple(state), tuple(labels)
+    brk = next((i for i, v in enumerate(labels) if v.startswith(BREAK)), None)
+    if brk is not None:
+        user_cond = cond
+
+        def cond(*s):        # a lane that took `break` stops; Python: no further test
+            return (~s[brk] & user_cond(*s)) if is_jit(s[brk]) else \
+                (not s[brk] and user_cond(*s))
+    unassigned = [labels[i] for i, x in enumerate(state) if isinstance(x, Undefined)]
+    if brk is None and not unassigned:
+        return control.while_loop(state, cond, body, labels=labels, **kwargs)
+    c = cond(*state)
+    if not is_jit(c):
+        return _python_loop(state, cond, body, c)
+    if unassigned:
+        raise _unassigned(unassigned, 'loop')
+    state = tuple(type(c)(False) if i == brk else x for i, x in enumerate(state))
+    return control.while_loop(state, _first(cond, state, c), body, labels=labels, **kwargs)
+
+
+def _first(cond, state, c):
+    """cond, but its first call with the initial state returns `c` (already computed)."""
+    pending = [c]
+
+    def first(*s):
+        if pending and len(s) == len(state) and all(a is b for a, b in zip(s, state)):
+            return pending.pop()
+        pending.clear()
+        return cond(*s)
+    return first
+
+
+def _python_loop(state, cond, body, c):
+    while c:
+        state = tuple(body(*state))
+        c = cond(*state)
+        if is_jit(c):
+            file, line = _caller(3)
+            raise TypeError(
+                f'{file}:{line}: this loop started with a Python bool condition, which became '
+                f'a {type(c).__name__} (a `break` under a JIT condition?). A loop that stops '
+                'lane by lane needs a JIT condition from the start, e.g. a counter '
+                'i = pbc.llvm.UInt32(0) instead of i = 0')
+    return state
+
+
+# ---- if --------------------------------------------------------------------------------
+def if_stmt(args, cond, true_fn, false_fn, labels=(), **kwargs):
+    if not is_jit(cond):
+        return true_fn(*args) if cond else false_fn(*args)
+    labels, results, where = tuple(labels), [], _caller()
+
+    def checked(fn):
+        def run(*a):
+            out = tuple(fn(*a))
+            out = tuple(type(cond)(x) if isinstance(x, bool) and v.startswith(BREAK) else x
+                        for v, x in zip(labels, out))
+            bad = [v for v, x in zip(labels, out) if isinstance(x, Undefined)]
+            if bad:
+                raise _unassigned_branch(bad, where)
+            if results:
+                _same_constants(results[0], out, labels, where)
+            results.append(out)
+            return out
+        return run
+    return control.if_stmt(args, cond, checked(true_fn), checked(false_fn), labels=labels,
+                           **kwargs)
+
+
+def _unassigned_branch(names, where):
+    file, line = where
+    return NameError(
+        f'{file}:{line}: {", ".join(repr(n) for n in names)} is assigned in only one branch '
+        'of this if statement (and not before it), but used after it; with a JIT condition '
+        'both branches run (masked), so it needs a value on both: assign it before the if '
+        'or in both branches')
+
+
+def _same_constants(t, f, labels, where):
+    for v, a, b in zip(labels, t, f):
+        if not (is_jit(a) or is_jit(b)) and isinstance(a, (int, float)) and \
+                isinstance(b, (int, float)) and a != b:
+            file, line = where
+            what = 'the return value' if v == '_pbc_retval' else repr(v)
+            raise TypeError(
+                f'{file}:{line}: {what} is the Python number {a!r} in one branch of this JIT '
+                f'if statement and {b!r} in the other; make it a JIT array (e.g. '
+                f'pbc.llvm.Float({a!r})) so that it can differ from lane to lane')
+
+
+# ---- for i in range(...) ---------------------------------------------------------------
+def is_python_range(args):
+    return not any(is_jit(a) for a in args)
+
+
+def python_range(reason, *args):
+    for a in args:
+        python_cond(a, reason, _depth=3)
+    return range(*args)
+
+
+def jit_range(args):
+    """(counter, stop, step) for a range with a JIT argument; the counter has the type of
+    the JIT bound."""
+    if len(args) == 1:
+        start, stop, step = 0, args[0], 1
+    else:
+        start, stop, step = (tuple(args) + (1,))[:3]
+    if not is_jit(step) and step == 0:
+        raise ValueError('range() arg 3 must not be zero')
+    kind = type(next(a for a in (stop, start, step) if is_jit(a)))
+    return (start if is_jit(start) else kind(start)), stop, step
+
+
+def range_test(i, stop, step):
+    if is_jit(step):
+        return select(step > 0, i < stop, i > stop)
+    return i < stop if step > 0 else i > stop
