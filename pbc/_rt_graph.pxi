@@ -133,8 +133,8 @@ cdef extern from "sys/mman.h" nogil:
     int MADV_HUGEPAGE
 
 cdef inline size_t padded_bytes(uint8_t vt, size_t n) noexcept nogil:
-    # Kernels load and store whole vectors of up to 16 lanes, so buffers are padded.
-    return ((n + 15) & ~<size_t>15) * TYPE_SIZE[vt] + 64
+    # Kernels load and store whole vectors of up to 32 lanes, so buffers are padded.
+    return ((n + 31) & ~<size_t>31) * TYPE_SIZE[vt] + 64
 
 # Freed buffers are kept for reuse (by exact size), as fresh memory from the OS costs a page
 # fault per 4 KiB on first touch: more than streaming the data through a kernel. Buffers
