@@ -138,19 +138,14 @@ def _python_loop(state, cond, body, c):
 def if_stmt(args, cond, true_fn, false_fn, labels=(), **kwargs):
     if not is_jit(cond):
         return true_fn(*args) if cond else false_fn(*args)
-    labels, results, where = tuple(labels), [], _caller()
+    labels, where = tuple(labels), _caller()
 
     def checked(fn):
         def run(*a):
             out = tuple(fn(*a))
-            out = tuple(type(cond)(x) if isinstance(x, bool) and v.startswith(BREAK) else x
-                        for v, x in zip(labels, out))
             bad = [v for v, x in zip(labels, out) if isinstance(x, Undefined)]
             if bad:
                 raise _unassigned_branch(bad, where)
-            if results:
-                _same_constants(results[0], out, labels, where)
-            results.append(out)
             return out
         return run
     return control.if_stmt(args, cond, checked(true_fn), checked(false_fn), labels=labels,
@@ -164,18 +159,6 @@ def _unassigned_branch(names, where):
         'of this if statement (and not before it), but used after it; with a JIT condition '
         'both branches run (masked), so it needs a value on both: assign it before the if '
         'or in both branches')
-
-
-def _same_constants(t, f, labels, where):
-    for v, a, b in zip(labels, t, f):
-        if not (is_jit(a) or is_jit(b)) and isinstance(a, (int, float)) and \
-                isinstance(b, (int, float)) and a != b:
-            file, line = where
-            what = 'the return value' if v == '_pbc_retval' else repr(v)
-            raise TypeError(
-                f'{file}:{line}: {what} is the Python number {a!r} in one branch of this JIT '
-                f'if statement and {b!r} in the other; make it a JIT array (e.g. '
-                f'pbc.llvm.Float({a!r})) so that it can differ from lane to lane')
 
 
 # ---- for i in range(...) ---------------------------------------------------------------
