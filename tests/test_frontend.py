@@ -351,16 +351,28 @@ def unsupported_loops():
         while (j := i) < 3:
             i = j + 1
         return i
+
+    def nonlocal_(i):
+        k = 0
+
+        def inner(i):
+            nonlocal k
+            while i < 3:
+                k = i
+                i += 1
+            return k
+        return inner(i)
     return [(ret, 'return i', "'return'"), (gen, 'yield i', "'yield'"),
             (glob, 'GLOBAL_COUNT = i', "global/nonlocal variable 'GLOBAL_COUNT'"),
             (delete, 'del t', "'del'"), (try_break, 'break\n', "'try'"),
-            (walrus, 'while (j := i)', "':='")]
+            (walrus, 'while (j := i)', "':='"),
+            (nonlocal_, 'k = i', "global/nonlocal variable 'k'")]
 
 
-@pytest.mark.parametrize('case', range(6))
+@pytest.mark.parametrize('case', range(7))
 def test_unsupported_loop_body_is_python_and_a_jit_condition_says_why(case):
     fn, text, why = unsupported_loops()[case]
-    g = syntax(fn)
+    g = syntax(fn, recursive=True)
     expect = fn(0) if case != 1 else list(fn(0))
     assert (g(0) if case != 1 else list(g(0))) == expect       # Python values: as before
     loop = where(fn, 'while ')
@@ -698,6 +710,61 @@ def test_jit_loop_over_pcg32_state():
     for lane, n in enumerate([0, 1, 3, 5]):
         ref.append(sum(d[lane] >> 28 for d in draws[:n]))
     assert lanes(f(UInt32(0, 1, 3, 5))) == ref
+
+
+def test_jit_aliases_stay_one_object():
+    @syntax
+    def f(n, c):
+        a = PCG32(2)
+        b = a                    # one generator under two names
+        i = UInt32(0)
+        while i < n:
+            a.next_uint32()
+            b.next_uint32()
+            i += 1
+        if c:
+            b.next_uint32()
+        return a, b
+
+    def ref(n, c):
+        a = PCG32(2)
+        for _ in range(n * 2 + c):
+            a.next_uint32()
+        return lanes(a.state)
+    a, b = f(UInt32(3), Int32(0, 1) > 0)
+    assert a is b
+    assert [ref(3, 0)[0], ref(3, 1)[1]] == lanes(a.state)
+
+    @syntax
+    def g(n):
+        a = PCG32(2)
+        b = a                    # not loop state, but the same object as `a`
+        i = UInt32(0)
+        while i < n:
+            a.next_uint32()
+            i += 1
+        return b
+    rng = PCG32(2)
+    for _ in range(5):
+        rng.next_uint32()
+    assert lanes(g(UInt32(5)).state) == lanes(rng.state)
+
+
+@pytest.mark.xfail(strict=True, reason='runtime: an evaluated if_stmt whose lanes all take one '
+                   'branch returns that branch\'s Python number unmerged, so loop state '
+                   "changes from Int32 to int (symbolic mode merges it into an Int32)")
+def test_jit_evaluated_branch_assigning_a_python_number_in_a_loop():
+    @syntax
+    def f(x):
+        y, i = Int32(0), Int32(0)
+        while i < 3:
+            if x > -1:                 # true on every lane
+                y = 1
+            i += 1
+        return y
+    with pbc.scoped_set_flag(pbc.JitFlag.SymbolicLoops, False), \
+            pbc.scoped_set_flag(pbc.JitFlag.SymbolicConditionals, False):
+        assert lanes(f(Int32(1, 2))) == [1, 1]
 
 
 def test_jit_loop_with_scatter_side_effect():

@@ -9,6 +9,7 @@ from .. import control
 from .._runtime import ArrayBase
 from ..routines import select
 from ..vector import StaticArray
+from .aliases import Aliases, shared, write_back
 from .errors import SyntaxError_
 
 BREAK = '_pbc_brk_'          # loop state named so is a `break` flag (see lowering.py)
@@ -96,16 +97,26 @@ def while_loop(state, cond, body, labels=(), **kwargs):
         def cond(*s):        # a lane that took `break` stops; Python: no further test
             return (~s[brk] & user_cond(*s)) if is_jit(s[brk]) else \
                 (not s[brk] and user_cond(*s))
-    unassigned = [labels[i] for i, x in enumerate(state) if isinstance(x, Undefined)]
-    if brk is None and not unassigned:
-        return control.while_loop(state, cond, body, labels=labels, **kwargs)
-    c = cond(*state)
+    c = cond(*state)            # Python or JIT? (reused below: evaluated once)
     if not is_jit(c):
         return _python_loop(state, cond, body, c)
+    unassigned = [labels[i] for i, x in enumerate(state) if isinstance(x, Undefined)]
     if unassigned:
         raise _unassigned(unassigned, 'loop')
     state = tuple(type(c)(False) if i == brk else x for i, x in enumerate(state))
-    return control.while_loop(state, _first(cond, state, c), body, labels=labels, **kwargs)
+    aliases = Aliases(state, labels)
+    unique = aliases.collapse(state)
+    in_place = [shared(x) for x in unique]      # the body returns the very object it got
+
+    def body_once(*u):
+        out = aliases.collapse(body(*aliases.expand(u)))
+        for k, (a, b) in enumerate(zip(u, out)):
+            in_place[k] = in_place[k] and a is b
+        return out
+    out = control.while_loop(unique, _first(lambda *u: cond(*aliases.expand(u)), unique, c),
+                             body_once, labels=aliases.unique_labels(), **kwargs)
+    return aliases.expand([write_back(o, n) if keep else n
+                           for o, n, keep in zip(unique, out, in_place)])
 
 
 def _first(cond, state, c):
@@ -139,17 +150,28 @@ def if_stmt(args, cond, true_fn, false_fn, labels=(), **kwargs):
     if not is_jit(cond):
         return true_fn(*args) if cond else false_fn(*args)
     labels, where = tuple(labels), _caller()
+    aliases, seen = Aliases(args, ()), []
 
     def checked(fn):
         def run(*a):
-            out = tuple(fn(*a))
+            given = aliases.expand(a)
+            out = tuple(type(cond)(x) if isinstance(x, bool) and v.startswith(BREAK) else x
+                        for v, x in zip(labels, fn(*given)))     # flags stay Bool arrays
             bad = [v for v, x in zip(labels, out) if isinstance(x, Undefined)]
             if bad:
                 raise _unassigned_branch(bad, where)
+            # for each output: the argument object it is (modified in place at most)
+            seen.append([next((aliases.index[i] for i, g in enumerate(given)
+                               if x is g and shared(x)), None) for x in out])
             return out
         return run
-    return control.if_stmt(args, cond, checked(true_fn), checked(false_fn), labels=labels,
-                           **kwargs)
+    out = list(control.if_stmt(aliases.unique, cond, checked(true_fn), checked(false_fn),
+                               labels=labels, **kwargs))
+    if len(seen) == 2:
+        for p, (t, f) in enumerate(zip(*seen)):
+            if t is not None and t == f:
+                out[p] = write_back(aliases.unique[t], out[p])
+    return tuple(out)
 
 
 def _unassigned_branch(names, where):
