@@ -681,6 +681,27 @@ def test_jit_nested_loops_break_continue_return(symbolic):
     assert got == per_lane(search.__wrapped__, xs, limits)
 
 
+def test_jit_loop_else_runs_where_no_break():
+    @syntax
+    def f(x, n):
+        i = Int32(0)
+        while i < n:
+            i += 1
+            if x == i:
+                break
+        else:
+            x = x + 100
+        for j in range(n):
+            if j > x:
+                break
+        else:
+            x = x * 2
+        return x
+
+    xs, ns = [0, 1, 2, 3, 5, 9], [3, 3, 2, 4, 1, 0]
+    assert lanes(f(Int32(xs), Int32(ns))) == per_lane(f.__wrapped__, xs, ns)
+
+
 def test_jit_for_range_with_jit_bound():
     @syntax
     def f(n, x):

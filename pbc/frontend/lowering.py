@@ -150,9 +150,10 @@ class Lowerer(Located):
         if not any(not isinstance(s, ast.Return) and jumps([s], (ast.Return,))
                    for s in fn.body):
             return                      # only top-level returns: nothing to do
-        generator = any(isinstance(n, (ast.Yield, ast.YieldFrom))
-                        for n, _ in walk(ast.Module(body=fn.body, type_ignores=[])))
-        if generator or not found or not if_only(fn.body, (ast.Return,)):
+        # A generator's return is different; a global statement cannot be duplicated.
+        odd = any(isinstance(n, (ast.Yield, ast.YieldFrom, ast.Global, ast.Nonlocal))
+                  for n, _ in walk(ast.Module(body=fn.body, type_ignores=[])))
+        if odd or not found or not if_only(fn.body, (ast.Return,)):
             return                      # ifs with a return then stay plain Python
         at = found[0]
 
@@ -272,6 +273,8 @@ class Lowerer(Located):
         if hint.scalar:
             return [self.inner(s)]
         found = self.loop_problem(s.body)
+        if not found and s.target.id in self.declared:
+            found = s, f"its variable '{s.target.id}' is global/nonlocal (line {s.lineno})"
         if found:
             return [self.plain(s, hint, found, 'loop')]
         n = self.fresh()

@@ -19,6 +19,14 @@ def is_jit(x):
     return isinstance(x, (ArrayBase, StaticArray))
 
 
+def shown(labels):
+    """Names for the runtime's error messages: generated variables say what they are."""
+    words = {BREAK: 'break flag of loop ', '_pbc_i_': 'counter of for loop ',
+             '_pbc_retval': 'return value'}
+    return tuple(next((w + v[len(p):] for p, w in words.items() if v.startswith(p)), v)
+                 for v in labels)
+
+
 def _caller(depth=2):
     f = sys._getframe(depth)
     return f.f_code.co_filename, f.f_lineno
@@ -114,7 +122,7 @@ def while_loop(state, cond, body, labels=(), **kwargs):
             in_place[k] = in_place[k] and a is b
         return out
     out = control.while_loop(unique, _first(lambda *u: cond(*aliases.expand(u)), unique, c),
-                             body_once, labels=aliases.unique_labels(), **kwargs)
+                             body_once, labels=shown(aliases.unique_labels()), **kwargs)
     return aliases.expand([write_back(o, n) if keep else n
                            for o, n, keep in zip(unique, out, in_place)])
 
@@ -166,7 +174,7 @@ def if_stmt(args, cond, true_fn, false_fn, labels=(), **kwargs):
             return out
         return run
     out = list(control.if_stmt(aliases.unique, cond, checked(true_fn), checked(false_fn),
-                               labels=labels, **kwargs))
+                               labels=shown(labels), **kwargs))
     if len(seen) == 2:
         for p, (t, f) in enumerate(zip(*seen)):
             if t is not None and t == f:
