@@ -17,6 +17,7 @@ from .evaluate import (
                        sync_thread,
 )
 from .flags import JitFlag, flag, scoped_set_flag, set_flag
+from .frontend import kernel, syntax
 from .math import *  # noqa: F403  (sin, cos, exp, log, power, ...)
 from .math import power
 from .printing import array_repr

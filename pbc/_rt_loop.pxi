@@ -168,7 +168,14 @@ def loop_cond(uint32_t start, ArrayBase cond):
     if scope_stack.empty() or scope_stack.back() != start or has_cond(start):
         raise RuntimeError('pbc: loop_cond outside of its loop')
     cdef uint32_t outer = mask_stack.back() if not mask_stack.empty() else 0
-    cdef uint32_t c = operand(cond, T_BOOL, cond._backend), r
+    cdef uint32_t c = operand(cond, T_BOOL, cond._backend), r, n = vars[start].size
+    if n == 1 and vars[c].size != 1:
+        # State of width 1 under a wider test (pbc.Loop, which cannot record again): the
+        # loop runs over the test's lanes; its phis stay width 1, like broadcast operands.
+        vars[start].size = vars[c].size
+    elif vars[c].size != 1 and vars[c].size != n:
+        dec_ext(c)
+        raise ValueError(f'pbc: the loop condition has width {vars[c].size}, its state {n}')
     try:
         r = var_new(OP_LOOP_COND, T_BOOL, vars[start].size, start, c, outer, 0, 0, 0,
                     vars[start].backend)

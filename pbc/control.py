@@ -2,7 +2,8 @@
 
 A Python-bool condition runs as ordinary Python. A JIT condition runs either symbolically
 (the body is traced once into the kernel as an SSA loop, or both branches are traced and
-merged lane by lane) or evaluated (a sequence of kernels, one per iteration or branch).
+merged lane by lane) or evaluated (a loop runs as one kernel per iteration; a conditional
+evaluates its condition and its merged result in kernels of their own).
 The `@pbc.syntax` frontend rewrites `while` and `if` statements into calls of these.
 """
 
@@ -245,13 +246,10 @@ def if_stmt(args, cond, true_fn, false_fn, labels=(), label=None, mode=None, str
     if cond.Type != 'bool':
         raise TypeError(f'pbc.if_stmt: the condition must be a Bool array, got '
                         f'{type(cond).__name__}')
-    if _mode(mode, JitFlag.SymbolicConditionals, 'if_stmt') == 'evaluated' \
-            and not _runtime.recording_depth():
+    evaluated = _mode(mode, JitFlag.SymbolicConditionals, 'if_stmt') == 'evaluated' \
+        and not _runtime.recording_depth()
+    if evaluated:
         _eval(cond)
-        if not _any(cond)[0]:
-            return false_fn(*_copy(args))
-        if not _any(~cond)[0]:
-            return true_fn(*_copy(args))
     result = []
     for mask, fn in ((cond, true_fn), (~cond, false_fn)):
         _runtime.mask_push(mask)
@@ -259,7 +257,15 @@ def if_stmt(args, cond, true_fn, false_fn, labels=(), label=None, mode=None, str
             result.append(fn(*_copy(args)))
         finally:
             _runtime.mask_pop()
-    return _merge(cond, result[0], result[1], label or 'result')
+    t, f = result
+    if isinstance(t, tuple) and isinstance(f, tuple) and len(t) == len(f) and labels:
+        names = _names(t, tuple(labels))
+        merged = tuple(_merge(cond, a, b, n) for a, b, n in zip(t, f, names))
+    else:
+        merged = _merge(cond, t, f, label or 'result')
+    if evaluated:
+        _eval(merged)
+    return merged
 
 
 def _copy(args):

@@ -771,9 +771,6 @@ def test_jit_aliases_stay_one_object():
     assert lanes(g(UInt32(5)).state) == lanes(rng.state)
 
 
-@pytest.mark.xfail(strict=True, reason='runtime: an evaluated if_stmt whose lanes all take one '
-                   'branch returns that branch\'s Python number unmerged, so loop state '
-                   "changes from Int32 to int (symbolic mode merges it into an Int32)")
 def test_jit_evaluated_branch_assigning_a_python_number_in_a_loop():
     @syntax
     def f(x):

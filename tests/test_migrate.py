@@ -91,8 +91,6 @@ def test_migrated_code_runs_lane_by_lane(modules):
     np.testing.assert_array_equal(new.count(n, 2).numpy(), [0, 2, 6, 8])
 
 
-@pytest.mark.xfail(strict=True, reason='pbc.Loop takes the loop width from its state only: '
-                   'literal (width 1) state with a wider condition gives a width-1 result')
 def test_same_results_as_the_loop_object(modules):
     from pbc.llvm import UInt32
     old, new = modules
