@@ -1,9 +1,10 @@
 """Ambient occlusion of a few spheres in front of a wall on a ground plane: the running example
-of the Dr.Jit paper. One camera ray per pixel; at each hit, a loop draws cosine-weighted shadow
-rays from a PCG32 stream per pixel and counts those that escape. The loop is recorded once into
-the kernel (symbolic mode) or run as one kernel per iteration (evaluated mode).
+of the Dr.Jit paper. One camera ray per pixel; at each hit, a plain Python `while` loop draws
+cosine-weighted shadow rays from a PCG32 stream per pixel and counts those that escape.
+@pbc.syntax records the loop once into the kernel (symbolic mode) or runs it as one kernel per
+iteration (--mode evaluated); both give the same image.
 
-    python samples/ambient_occlusion.py --size 512x512 --spp 64 --output ambient_occlusion.png
+    python samples/ambient_occlusion.py --size 1024x1024 --spp 64 --output ambient_occlusion.png
 """
 
 import argparse
@@ -109,24 +110,19 @@ def camera_rays(w, h):
 
 # ---- the integrator ----------------------------------------------------------------------
 
-def ambient_occlusion(p, n, rng, spp):
+@pbc.syntax
+def ambient_occlusion(p, n, rng, spp, mode='symbolic'):
     """The fraction of `spp` cosine-weighted shadow rays from p (offset along the normal n)
-    that travel AO_RANGE without hitting anything."""
+    that travel AO_RANGE without hitting anything. The `while` loop is ordinary Python:
+    @pbc.syntax turns it into one loop inside the kernel (or, with mode='evaluated', one
+    kernel per iteration) and finds its state (rng, i and result) by itself."""
     origin = p + n * EPS
-
-    def cond(rng, i, result):
-        return i < spp
-
-    def body(rng, i, result):
+    i, result = UInt32(0), Float(0)
+    while pbc.hint(i < spp, mode=mode):
         sample = Array2f(rng.next_float32(), rng.next_float32())
         direction = to_world(n, square_to_cosine_hemisphere(sample))
         result += pbc.select(occluded(origin, direction, AO_RANGE), 0.0, 1.0)
         i += 1
-        return rng, i, result
-
-    i, result = UInt32(0), Float(0)
-    rng, i, result = pbc.while_loop((rng, i, result), cond, body,
-                                    labels=('rng', 'i', 'result'))
     return result / spp
 
 
@@ -136,9 +132,8 @@ def render(w, h, spp=64, mode='symbolic'):
     o, d = camera_rays(w, h)
     t, n = intersect(o, d)
     hit = t < INF
-    rng = PCG32(size=w * h)
-    with pbc.scoped_set_flag(pbc.JitFlag.SymbolicLoops, mode == 'symbolic'):
-        ao = ambient_occlusion(o + d * t, n, rng, spp)
+    rng = PCG32(size=w * h)                  # one random number stream per pixel
+    ao = ambient_occlusion(o + d * t, n, rng, spp, mode)
     return pbc.select(hit, ao, 1.0)
 
 
@@ -171,7 +166,7 @@ def timed_render(w, h, spp=64, mode='symbolic'):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument('--size', default='512x512', help='WxH or N (default 512x512)')
+    parser.add_argument('--size', default='1024x1024', help='WxH or N (default 1024x1024)')
     parser.add_argument('--spp', type=int, default=64, help='shadow rays per pixel (default 64)')
     parser.add_argument('--mode', choices=('symbolic', 'evaluated'), default='symbolic',
                         help='record the loop into the kernel, or run one kernel per iteration')
