@@ -63,18 +63,16 @@ def leaves(obj):
 def flatten(obj):
     """(arrays, build): the JIT arrays inside obj in leaves() order, and a function that
     returns a copy of obj's structure around a new list of arrays."""
-    arrays = list(leaves(obj))
+    return list(leaves(obj)), lambda new: _build(obj, iter(new))
 
-    def build(new):
-        it = iter(new)
 
-        def go(x):
-            if isinstance(x, ArrayBase):
-                return next(it)
-            parts = children(x)
-            return x if parts is None else rebuild(x, [go(p) for p in parts])
-        return go(obj)
-    return arrays, build
+def _build(x, it):
+    # A module-level function, not a closure over itself: such a cycle would keep the
+    # arrays alive until the garbage collector runs (a buffer per loop iteration).
+    if isinstance(x, ArrayBase):
+        return next(it)
+    parts = children(x)
+    return x if parts is None else rebuild(x, [_build(p, it) for p in parts])
 
 
 def paths(obj, name):

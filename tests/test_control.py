@@ -348,3 +348,21 @@ def test_if_stmt_merges_python_numbers_into_an_array():
     r = pbc.if_stmt((), c, lambda: 1.5, lambda: 0)
     assert type(r) is Float and r.numpy().tolist() == [1.5, 0, 1.5]
     assert pbc.if_stmt((), c, lambda: 'x', lambda: 'x') == 'x'
+
+
+def test_loops_hold_no_buffers_after_they_return():
+    # Every iteration of an evaluated loop makes new state buffers: nothing (such as a
+    # reference cycle waiting for the garbage collector) may keep the old ones.
+    import gc
+    x = UInt32(np.arange(1000, dtype=np.uint32))
+    gc.disable()
+    try:
+        for mode in MODES:
+            before = pbc._runtime.memory_usage()[0]
+            y, _ = pbc.while_loop((x, UInt32(0)), lambda x, i: i < 5,
+                                  lambda x, i: ((x + 1) ^ x, i + 1), mode=mode)
+            y.numpy()
+            del y
+            assert pbc._runtime.memory_usage()[0] == before
+    finally:
+        gc.enable()
