@@ -332,6 +332,8 @@ cdef void release(uint32_t root) noexcept:
             extra_deps.erase(i)
         if not scope_of.empty():
             scope_of.erase(i)
+        if v.op == OP_LOOP_END and not effect_loop_outputs.empty():
+            effect_loop_outputs.erase(i)
         memset(v, 0, sizeof(Var))
         v.flags = F_FREE
         free_ids.push_back(i)

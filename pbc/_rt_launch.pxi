@@ -158,6 +158,8 @@ def take_groups():
         all_roots.push_back(i)
     todo.clear()
     side_effects.clear()
+    if not effect_loop_outputs.empty():
+        add_effect_loop_outputs(all_roots)
     by_size = {}
     for i in all_roots:
         v = &vars[i]

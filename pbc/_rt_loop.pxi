@@ -15,6 +15,10 @@ cdef vector[uint32_t] mask_stack              # innermost last (a ref each)
 cdef dict scope_targets = {}                  # scatter target -> open loop that writes it
 cdef dict scope_reads = {}                    # gather source -> open loop that reads it
 cdef uint64_t loop_serial = 0
+# The outputs of each queued loop that has side effects. Whatever kernel runs such a loop
+# also computes its outputs that are still alive: run again later for an output, the loop
+# would repeat its scatters and prints.
+cdef unordered_map[uint32_t, vector[uint32_t]] effect_loop_outputs
 
 LOOP_LEAK = ('pbc: a value computed inside a symbolic loop body is used outside of it. '
              'Only loop state carries values out of a loop: make the variable part of the '
@@ -208,6 +212,12 @@ def loop_end(uint32_t start, list phis, list updates):
         deps.push_back(x)
     for x in effects:
         deps.push_back(x)
+    for x in effects:
+        if vars[x].size != size and vars[x].size != 1:
+            if size != 1:
+                raise ValueError(f'pbc: a side effect of width {vars[x].size} in a loop of '
+                                 f'width {size}')
+            size = vars[start].size = vars[x].size     # as in loop_cond (pbc.Loop)
     end = var_new(OP_LOOP_END, T_VOID, size, start, cond, 0, 0, n, 0, be)
     set_extra_deps(end, deps)
     scope_effects.pop_back()
@@ -230,7 +240,36 @@ def loop_end(uint32_t start, list phis, list updates):
         dec_ext(end)                 # the outputs hold it
     else:
         queue_effect(end)            # it has side effects: it runs even if nothing is read
+        if not parent:
+            for o in outs:
+                effect_loop_outputs[end].push_back(o)
     return outs
+
+cdef void add_effect_loop_outputs(vector[uint32_t]& roots) noexcept:
+    """Adds the live outputs of the queued loops with side effects among `roots` (a new
+    reference each), so that they are computed by the kernel that runs the loop."""
+    cdef uint32_t i, o
+    cdef size_t k, n = roots.size()
+    for k in range(n):
+        i = roots[k]
+        if vars[i].op != OP_LOOP_END:
+            continue
+        it = effect_loop_outputs.find(i)
+        if it == effect_loop_outputs.end():
+            continue
+        for o in deref(it).second:
+            if not (vars[o].flags & F_FREE) and vars[o].op == OP_LOOP_OUTPUT \
+                    and vars[o].dep[0] == i:
+                inc_ext(o)
+                roots.push_back(o)
+        effect_loop_outputs.erase(it)
+
+def loop_effect_width(uint32_t start):
+    """The widest side effect recorded so far in the body of loop `start` (0: none)."""
+    cdef uint32_t w = 0, x
+    for x in scope_effects.back():
+        w = max(w, vars[x].size)
+    return w
 
 def loop_abort(uint32_t start):
     """Discards the loop being recorded (after an error in its body, or to record it again):

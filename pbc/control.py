@@ -176,6 +176,12 @@ def _record(state, arrays, build, cond, body, names, width, fixed):
         if wide:
             raise ValueError(f'pbc.while_loop: the loop body changes the width of its state '
                              f'from {width} to {wide[0]}')
+        effects = _runtime.loop_effect_width(start)
+        if effects > width:
+            if width != 1:
+                raise ValueError(f'pbc.while_loop: a scatter or print in the loop body has '
+                                 f'width {effects}, the loop {width}')
+            raise _Retry(effects, fixed)
         if flag(JitFlag.OptimizeLoops):
             same = {i for i, a in zip(loop_arrays, phi_arrays)
                     if new_arrays[i].index in (a.index, arrays[i].index)}

@@ -30,9 +30,9 @@ with mode=None under random SymbolicLoops / SymbolicConditionals flags, and with
 JitFlag.OptimizeLoops on and off. All runs must match the oracle: the final variables (ints
 exactly, floats bit for bit) and both histograms.
 
-On failure the test prints the program as a standalone script. The xfail tests at the end
-are minimal reproductions of runtime bugs the fuzzer found; AVOID_* below keep the generator
-away from them until they are fixed (then set them to False).
+On failure the test prints the program as a standalone script. The tests at the end
+are minimal reproductions of runtime bugs the fuzzer found (now fixed); AVOID_* below can
+steer the generator away from such a bug while it is open.
 """
 
 import inspect
@@ -40,7 +40,6 @@ import math
 import os
 
 import numpy as np
-import pytest
 from hypothesis import HealthCheck, Phase, given, note, settings
 from hypothesis import strategies as st
 
@@ -399,18 +398,12 @@ def src(e, bare=False):
     raise AssertionError(kind)
 
 
-# pbc bug (the xfail regressions at the end): a symbolic loop with a scatter in its body runs
-# once per kernel that needs it, scatters included, so they happen twice when the loop's
-# side effect and its outputs end up in different kernels (an evaluation of only one of them,
-# or two such loops in one evaluation). Until that is fixed, the generator keeps such loops
-# out of branches that are not in a loop, and the emitter evaluates everything right after
-# each one that is not nested in a symbolic loop, so no second one is ever pending.
-AVOID_LOOP_RERUN = True
-# pbc bug (test_scatter_in_a_narrow_symbolic_loop_runs_in_every_lane): a symbolic loop whose
-# state and condition are one lane wide runs a wider scatter in its body in one lane only
-# (evaluated mode runs it in all). Until that is fixed, a loop with a scatter in its body
-# gets a full-width counter unless its bound (an input) is full width.
-AVOID_NARROW_LOOP = True
+# Switches that keep the generator away from a bug (see the regressions at the end) while
+# it is open. AVOID_LOOP_RERUN: scattering loops stay out of branches outside loops, and
+# everything is evaluated right after each scattering loop. AVOID_NARROW_LOOP: a loop with
+# a scatter in its body gets a full-width counter.
+AVOID_LOOP_RERUN = False
+AVOID_NARROW_LOOP = False
 
 
 class Emitter:
@@ -533,9 +526,7 @@ def run_pbc(prog, inputs, n, mode):
     exec(compile(code, f'<control fuzz, {mode}>', 'exec'), ns)
     hist, hmax = pbc.zeros(UInt32, HIST), pbc.zeros(Int32, HIST)
     outs = ns['program'](hist, hmax, *(as_array(k, inputs[k]) for k in INPUTS + ALL_VARS))
-    # One evaluation of everything: a loop's outputs read by separate kernels would run
-    # the loop (and its scatters) again (see the xfail regression below).
-    pbc.eval(hist, hmax, *outs)
+    # Outputs read one at a time: a loop that ran for one must not run (and scatter) again.
     res = {v: np.broadcast_to(o.numpy(), (n,)) for v, o in zip(ALL_VARS, outs)}
     return res, {'add': hist.numpy(), 'max': hmax.numpy()}
 
@@ -642,9 +633,7 @@ def test_optimize_loops_on_and_off_agree(data):
     check(prog, inputs, n, ('symbolic',), (off,))
 
 
-# ---- regressions: minimal reproductions of bugs this fuzzer found -----------------------------
-@pytest.mark.xfail(strict=True, reason='pbc bug: reading a symbolic loop\'s outputs after its '
-                   'scatters were evaluated runs the loop, scatters included, again')
+# ---- regressions: minimal reproductions of bugs this fuzzer found ---------------------------
 def test_symbolic_loop_runs_once_when_its_outputs_are_read_later():
     hist = pbc.zeros(UInt32, 1)
 
@@ -660,8 +649,6 @@ def test_symbolic_loop_runs_once_when_its_outputs_are_read_later():
     assert hist.numpy().tolist() == [6]
 
 
-@pytest.mark.xfail(strict=True, reason='pbc bug: two symbolic loops with scatters evaluated '
-                   'together run one of them twice (once for its scatter, once for its output)')
 def test_two_scattering_loops_in_one_evaluation_run_once_each():
     hist = pbc.zeros(UInt32, 1)
 
@@ -681,8 +668,6 @@ def test_two_scattering_loops_in_one_evaluation_run_once_each():
     assert hist.numpy().tolist() == [8]          # 4 lanes x 2 loops
 
 
-@pytest.mark.xfail(strict=True, reason='pbc bug: a width-1 symbolic loop scatters a width-4 '
-                   'array in one lane only (evaluated mode: all four)')
 def test_scatter_in_a_narrow_symbolic_loop_runs_in_every_lane():
     def run(mode):
         hist = pbc.zeros(UInt32, 1)
@@ -695,4 +680,4 @@ def test_scatter_in_a_narrow_symbolic_loop_runs_in_every_lane():
         return hist.numpy().tolist()
 
     assert run('evaluated') == [12]
-    assert run('symbolic') == [12]              # pbc gives [3]
+    assert run('symbolic') == [12]
