@@ -25,7 +25,8 @@ class CompiledKernel(NamedTuple):
     backend_time: float    # LLVM compile (or cache load) time
 
 
-WIDE_LIMIT = 2000
+WIDE_LIMIT = 500              # instructions, for two-register vectors (see lanes())
+WIDE_LIMIT_LOOPS = 2000
 
 
 class CompileError(RuntimeError):
@@ -68,9 +69,12 @@ class LLVMBackend:
     def lanes(self, kernel):
         """Vector width for `kernel`: two registers' worth where it is small enough. Each
         vector op then becomes two independent instructions, which hides their latency in
-        dependent chains (loops above all: about 2x on x = (x + 1) ^ x); beyond
-        WIDE_LIMIT instructions, LLVM's compile time grows faster than that gains."""
-        return self.width * 2 if kernel.ir_ops <= WIDE_LIMIT else self.width
+        dependent chains: loops above all (about 2x on x = (x + 1) ^ x, 1.3x on the
+        ambient occlusion sample), whose chains run through every iteration. It costs
+        compile time (about 1.4x), so longer straight-line kernels, which have independent
+        work to overlap anyway, keep one register."""
+        limit = WIDE_LIMIT_LOOPS if kernel.loops else WIDE_LIMIT
+        return self.width * 2 if kernel.ir_ops <= limit else self.width
 
     def lookup(self, group_key):
         """The compiled kernel of a trace group seen before (see _runtime.group_summary)."""
