@@ -364,3 +364,12 @@ class Loop:
             _runtime.dec_ref(o)
         self._start = None
         return False
+
+    def __del__(self):
+        # An exception in the body leaves the loop unfinished: discard the recording when
+        # the loop object goes away, so that later code is not recorded into it.
+        if getattr(self, '_start', None) is not None and _runtime is not None:
+            try:
+                _runtime.loop_abort(self._start)
+            except RuntimeError:
+                pass

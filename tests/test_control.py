@@ -366,3 +366,17 @@ def test_loops_hold_no_buffers_after_they_return():
             assert pbc._runtime.memory_usage()[0] == before
     finally:
         gc.enable()
+
+
+def test_legacy_loop_interrupted_by_an_exception():
+    def broken():
+        i = UInt32(0, 1)
+        loop = pbc.Loop('broken', state=lambda: (i,))
+        while loop(i < 3):
+            raise KeyError('in the body')
+
+    with pytest.raises(KeyError):
+        broken()
+    assert pbc._runtime.recording_depth() == 0
+    assert pbc.while_loop((UInt32(0, 1),), lambda i: i < 3,
+                          lambda i: (i + 1,))[0].numpy().tolist() == [3, 3]
