@@ -306,3 +306,18 @@ def node_scope_of(uint32_t i):
 def wrap_index(cls, uint32_t i):
     """An array of class cls for variable i, taking over a reference the caller owns."""
     return wrap(cls._backend_code, cls._vt_code, i)
+
+def masks_take():
+    """Empties the mask stack and returns its entries (for masks_restore): code that runs on
+    compressed lanes (evaluated dispatch) must not be restricted by masks of all lanes."""
+    saved = [m for m in mask_stack]
+    mask_stack.clear()
+    return saved
+
+def masks_restore(list saved):
+    cdef uint32_t m
+    for m in mask_stack:
+        dec_ext(m)
+    mask_stack.clear()
+    for m in saved:
+        mask_stack.push_back(m)

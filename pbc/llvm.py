@@ -3,6 +3,7 @@
 import sys
 
 from .array import make_flat_types
+from .dispatch import make_ptr
 from .pcg32 import make_pcg32
 from .tensor import make_tensor_types
 from .vector import make_vector_types
@@ -12,6 +13,7 @@ globals().update(_flat)
 globals().update(make_vector_types(_flat, __name__))
 globals().update(make_tensor_types(_flat, __name__))
 PCG32 = make_pcg32(_flat, __name__)
+Ptr = make_ptr(_flat, __name__)
 
 # pbc's float arrays are differentiable themselves: pbc.llvm.ad is pbc.llvm.
 ad = sys.modules[__name__]

@@ -129,6 +129,8 @@ def fma(a, b, c):
 
 @componentwise
 def select(m, t, f):
+    if hasattr(t, '_pbc_select'):         # pointer arrays (pbc.dispatch)
+        return t._pbc_select(m, t, f)
     return op_select(m, t, f)
 
 
@@ -386,6 +388,8 @@ class ReduceOp(enum.IntEnum):
 def gather(T, source, index, active=True):
     """source[index] for each active lane (0 elsewhere). With a static vector type T and a
     flat source, reads T.Size consecutive values per index (as Dr.Jit)."""
+    if hasattr(T, '_pbc_gather'):         # pointer arrays (pbc.dispatch)
+        return T._pbc_gather(source, index, active)
     if isinstance(T, type) and issubclass(T, StaticArray):
         if isinstance(source, StaticArray):
             return T._from([gather(T.Value, s, index, active) for s in source._items])

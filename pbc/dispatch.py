@@ -1,0 +1,297 @@
+"""Polymorphism: pbc.Object instances, arrays of pointers to them (Ptr[Base]), and calls
+that run each lane's own instance's method: pbc.dispatch, pbc.switch, ptrs.method(...).
+
+Symbolic calls (JitFlag.SymbolicCalls, the default) trace each reachable target once under
+the mask of its lanes, within the caller's kernel; evaluated calls group the lanes per
+target (compress), run one kernel per target on just those lanes and scatter the results
+back (the paper's wavefront baseline). Both give the same results; null or masked-off lanes
+do nothing and return zeros.
+"""
+
+import functools
+import itertools
+import weakref
+
+import numpy as np
+
+from . import _runtime
+from ._runtime import ArrayBase
+from .control import _broadcast
+from .evaluate import eval as _eval
+from .flags import JitFlag, flag
+from .routines import compress, gather, scatter, select, zeros
+from .tree import children, flatten, rebuild
+
+_instances = {}                 # id -> weak reference to the registered instance
+_ids = itertools.count(1)       # 0 is the null pointer
+_active_calls = []              # (target key, name) of the symbolic calls being traced
+
+
+class Object:
+    """Base of classes whose instances JIT code can call through pointer arrays. Each
+    instance gets a 32-bit id (`pbc_id`) for as long as it lives."""
+
+    def __new__(cls, *args, **kwargs):
+        obj = super().__new__(cls)
+        i = next(_ids)
+        object.__setattr__(obj, '_pbc_id', i)
+        _instances[i] = weakref.ref(obj)
+        weakref.finalize(obj, _instances.pop, i, None)
+        return obj
+
+    @property
+    def pbc_id(self):
+        return self._pbc_id
+
+
+def instances(base):
+    """The live registered instances of class `base` (and its subclasses), by id."""
+    out = []
+    for i, ref in list(_instances.items()):
+        obj = ref()
+        if obj is not None and isinstance(obj, base):
+            out.append((i, obj))
+    return sorted(out, key=lambda x: x[0])
+
+
+def instance(i):
+    ref = _instances.get(int(i))
+    return ref() if ref is not None else None
+
+
+class PtrBase:
+    """A JIT array of pointers to instances of `Base` (ids as UInt32; 0 is null).
+    Backends bind UInt32 and Bool; Ptr[Base] makes the class for one base."""
+    Base = Object
+    UInt32 = Bool = None
+    __slots__ = ('index',)
+
+    def __init__(self, value=None):
+        U = self.UInt32
+        if value is None:
+            self.index = U(0)
+        elif isinstance(value, PtrBase):
+            self.index = U(value.index)
+        elif isinstance(value, ArrayBase):
+            self.index = U(value)
+        elif isinstance(value, (list, tuple)):
+            self.index = U(np.array([self._id_of(v) for v in value], dtype=np.uint32))
+        else:
+            self.index = U(self._id_of(value))
+
+    def _id_of(self, v):
+        if v is None:
+            return 0
+        if not isinstance(v, self.Base):
+            raise TypeError(f'pbc: {type(v).__name__} is not a {self.Base.__name__} (a '
+                            'pbc.Object subclass): cannot point to it')
+        return v.pbc_id
+
+    @classmethod
+    def _wrap(cls, index):
+        out = object.__new__(cls)
+        out.index = index
+        return out
+
+    def __class_getitem__(cls, base):
+        key = (cls, base)
+        ptr = _ptr_classes.get(key)
+        if ptr is None:
+            if not (isinstance(base, type) and issubclass(base, Object)):
+                raise TypeError('pbc: Ptr[...] needs a pbc.Object subclass')
+            ptr = _ptr_classes[key] = type(f'Ptr[{base.__name__}]', (cls,), {
+                'Base': base, '__slots__': ()})
+        return ptr
+
+    def __len__(self):
+        return len(self.index)
+
+    def __eq__(self, other):
+        return self.index == (other.index if isinstance(other, PtrBase)
+                              else self._id_of(other))
+
+    def __ne__(self, other):
+        return ~(self == other)
+
+    __hash__ = None
+
+    def _pbc_children(self):
+        return [self.index]
+
+    def _pbc_rebuild(self, parts):
+        return self._wrap(parts[0])
+
+    @classmethod
+    def _pbc_select(cls, m, t, f):
+        return cls._wrap(select(m, t.index, f.index))
+
+    @classmethod
+    def _pbc_gather(cls, source, index, active=True):
+        return cls._wrap(gather(cls.UInt32, source.index, index, active))
+
+    def __getattr__(self, name):
+        if name.startswith('__') or not callable(getattr(self.Base, name, None)):
+            raise AttributeError(f'{self.Base.__name__} has no method {name!r} to dispatch')
+
+        def method(*args, **kwargs):
+            return dispatch(self, lambda obj, *a: getattr(obj, name)(*a, **kwargs), *args,
+                            _name=name)
+        method.__name__ = name
+        return method
+
+    def __repr__(self):
+        return f'{type(self).__name__}{self.index}'
+
+
+_ptr_classes = {}
+
+
+def make_ptr(flat, module_name):
+    return type('Ptr', (PtrBase,), dict(UInt32=flat['UInt32'], Bool=flat['Bool'],
+                                        __module__=module_name, __slots__=()))
+
+
+# ---- calls ------------------------------------------------------------------------------------
+def dispatch(ptrs, func, *args, mode=None, _name=None):
+    """func(instance, *args) for each lane's instance of `ptrs` (a Ptr array); null lanes
+    give zeros. Targets: every live instance of the pointer's base class."""
+    if not isinstance(ptrs, PtrBase):
+        raise TypeError('pbc.dispatch: the first argument must be a Ptr array')
+    name = _name or getattr(func, '__name__', 'function')
+    targets = [(i, functools.partial(func, obj), obj) for i, obj in instances(ptrs.Base)]
+    return _call(ptrs.index, targets, args, mode, f'{ptrs.Base.__name__}.{name}')
+
+
+def switch(index, funcs, *args, mode=None):
+    """funcs[index](*args) for each lane; lanes whose index is out of range give zeros."""
+    if not isinstance(index, ArrayBase) or index.Type not in ('uint32', 'int32'):
+        raise TypeError('pbc.switch: the index must be a UInt32 array')
+    U = _runtime.class_for(index, 'uint32')
+    targets = [(k + 1, f, f) for k, f in enumerate(funcs)]
+    return _call(U(index) + 1, targets, args, mode, 'switch')
+
+
+def _call(selector, targets, args, mode, what):
+    """Runs target(*args) on the lanes where selector equals the target's key (keys are
+    non-zero; 0 selects nothing) and merges the results."""
+    if not targets:
+        raise RuntimeError(f'pbc: {what}: nothing to call (no live instance or function); '
+                           'instances are registered while they live, so keep them alive')
+    if mode not in (None, 'symbolic', 'evaluated'):
+        raise ValueError(f"pbc.dispatch: mode must be 'symbolic' or 'evaluated', not {mode!r}")
+    if mode is None:
+        mode = 'symbolic' if flag(JitFlag.SymbolicCalls) else 'evaluated'
+    width = max([len(selector)] + [len(a) for a in flatten(args)[0]])
+    if len(selector) != width:
+        selector = _broadcast(selector, width)
+    Bool = _runtime.class_for(selector, 'bool')
+    outer = _runtime.mask_top(Bool)
+    active = selector != 0 if outer is None else (selector != 0) & outer
+    if mode == 'evaluated' and not _runtime.recording_depth():
+        return _evaluated(selector, active, targets, args, what)
+    return _symbolic(selector, active, targets, args, what)
+
+
+def _enter(key, what):
+    if (key, what) in _active_calls:
+        raise RuntimeError(f'pbc: {what} calls itself (through a dispatch on the same '
+                           'instance): recursive dispatch cannot be compiled')
+    _active_calls.append((key, what))
+
+
+def _symbolic(selector, active, targets, args, what):
+    width = max([len(selector)] + [len(a) for a in flatten(args)[0]])
+    results = []
+    for key, fn, obj in targets:
+        mask = active & (selector == key)
+        _enter(id(obj), what)
+        _runtime.mask_push(mask)
+        try:
+            results.append((mask, fn(*_copy(args))))
+        finally:
+            _runtime.mask_pop()
+            _active_calls.pop()
+    if not results:
+        return None
+    out = _zeros_like(results[0][1], width, what)
+    for mask, r in results:
+        out = _merge(mask, r, out, what)
+    return out
+
+
+def _evaluated(selector, active, targets, args, what):
+    _eval(selector, active)
+    keys = np.unique(selector.numpy()[active.numpy()]) if len(selector) else []
+    by_key = {key: (fn, obj) for key, fn, obj in targets}
+    width = max([len(selector)] + [len(a) for a in flatten(args)[0]])
+    out = None
+    for key in keys:
+        if int(key) not in by_key:
+            continue                    # a pointer to an instance of another class
+        fn, obj = by_key[int(key)]
+        lanes = compress(active & (selector == int(key)))
+        arrays, build = flatten(args)
+        sub = build([gather(type(a), a, lanes) if len(a) > 1 else type(a)(a) for a in arrays])
+        _enter(id(obj), what)
+        saved = _runtime.masks_take()        # the call runs on its own lanes only
+        try:
+            r = fn(*sub)
+            if out is None:
+                out = _zeros_like(r, width, what)
+            out_arrays, _ = flatten(out)
+            r_arrays, _ = flatten(r)
+            _check_structure(out, r, what)
+            for o, v in zip(out_arrays, r_arrays):
+                scatter(o, v, lanes)
+        finally:
+            _runtime.masks_restore(saved)
+            _active_calls.pop()
+        _eval(out)
+    if out is None and targets:
+        # No lane calls anything: trace one target for the result's shape, run nothing.
+        _key, fn, obj = targets[0]
+        _runtime.mask_push(active & False)
+        try:
+            out = _zeros_like(fn(*_copy(args)), width, what)
+        finally:
+            _runtime.mask_pop()
+    return out
+
+
+def _copy(args):
+    arrays, build = flatten(args)
+    return build(arrays)
+
+
+def _zeros_like(r, width, what):
+    """Zeros of r's structure, `width` lanes wide (Python values kept)."""
+    if isinstance(r, ArrayBase):
+        return zeros(type(r), width)
+    if isinstance(r, (bool, int, float)):
+        return type(r)(0)
+    parts = children(r)
+    if parts is None:
+        return r
+    return rebuild(r, [_zeros_like(p, width, what) for p in parts])
+
+
+def _check_structure(a, b, what):
+    if len(flatten(a)[0]) != len(flatten(b)[0]):
+        raise TypeError(f'pbc: the targets of {what} return different structures')
+
+
+def _merge(mask, r, out, what):
+    """r on the lanes of mask, out elsewhere."""
+    if isinstance(r, ArrayBase) or isinstance(out, ArrayBase):
+        if isinstance(r, ArrayBase) and isinstance(out, ArrayBase) and type(r) is not type(out):
+            raise TypeError(f'pbc: the targets of {what} return {type(out).__name__} and '
+                            f'{type(r).__name__}')
+        return select(mask, r, out)
+    pr, po = children(r), children(out)
+    if pr is None or po is None:
+        if isinstance(r, (int, float)) and isinstance(out, (int, float)):
+            return select(mask, r, out) if r != out else r
+        return r
+    if type(r) is not type(out) or len(pr) != len(po):
+        raise TypeError(f'pbc: the targets of {what} return different structures')
+    return rebuild(r, [_merge(mask, a, b, what) for a, b in zip(pr, po)])

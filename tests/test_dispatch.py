@@ -1,0 +1,170 @@
+"""pbc.Object, Ptr arrays, pbc.dispatch and pbc.switch against a per-lane Python reference,
+in symbolic and evaluated mode."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import pbc
+from pbc.llvm import Array3f, Bool, Float, Ptr, UInt32
+
+MODES = ('symbolic', 'evaluated')
+
+
+class Shape(pbc.Object):
+    def eval(self, x):
+        raise NotImplementedError
+
+
+class Scale(Shape):
+    def __init__(self, k):
+        self.k = k
+
+    def eval(self, x):
+        return x * self.k, Array3f(self.k, 0, 1)
+
+    def ref(self, x):
+        return np.float32(x) * np.float32(self.k), (self.k, 0, 1)
+
+
+class Poly(Shape):
+    def __init__(self, a, b, c):
+        self.a, self.b, self.c = a, b, c
+
+    def eval(self, x):
+        return (x * self.a + self.b) * x + self.c, Array3f(x, x * 2, self.c)
+
+    def ref(self, x):
+        x = np.float32(x)
+        v = (x * np.float32(self.a) + np.float32(self.b)) * x + np.float32(self.c)
+        return v, (x, x * np.float32(2), self.c)
+
+
+SHAPES = [Scale(2), Poly(1, -2, 0.5), Scale(-1.5), Poly(0, 3, 1), Scale(0.25)]
+
+
+def reference(objs, xs, mask=None):
+    out, vec = [], []
+    for k, (o, x) in enumerate(zip(objs, xs)):
+        if o is None or (mask is not None and not mask[k]):
+            out.append(0)
+            vec.append((0, 0, 0))
+        else:
+            v, w = o.ref(x)
+            out.append(v)
+            vec.append(w)
+    return np.array(out, dtype=np.float32), np.array(vec, dtype=np.float32).T
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.integers(-1, len(SHAPES) - 1), min_size=1, max_size=40),
+       st.sampled_from(MODES))
+def test_random_pointer_patterns(picks, mode):
+    objs = [None if p < 0 else SHAPES[p] for p in picks]
+    xs = np.linspace(-2, 2, len(picks), dtype=np.float32)
+    ptrs = Ptr[Shape](objs)
+    v, w = pbc.dispatch(ptrs, lambda o, x: o.eval(x), Float(xs), mode=mode)
+    ref_v, ref_w = reference(objs, xs)
+    np.testing.assert_allclose(v.numpy(), ref_v, rtol=1e-6)
+    np.testing.assert_allclose(w.numpy(), ref_w, rtol=1e-6)
+
+
+@pytest.mark.parametrize('mode', MODES)
+def test_method_call_syntax_and_masks(mode):
+    objs = [SHAPES[k % 5] if k % 7 else None for k in range(37)]
+    xs = np.arange(37, dtype=np.float32) / 8
+    ptrs = Ptr[Shape](objs)
+    x = Float(xs)
+    keep = Bool(np.arange(37) % 3 != 0)
+    with pbc.scoped_set_flag(pbc.JitFlag.SymbolicCalls, mode == 'symbolic'):
+        v, _ = pbc.if_stmt((x,), keep, lambda x: ptrs.eval(x), lambda x: (Float(0), Array3f(0)))
+    ref_v, _ = reference(objs, xs, np.arange(37) % 3 != 0)
+    np.testing.assert_allclose(v.numpy(), ref_v, rtol=1e-6)
+
+
+@pytest.mark.parametrize('mode', MODES)
+def test_dispatch_in_a_loop_and_scatter_in_a_callee(mode):
+    hits = UInt32(np.zeros(len(SHAPES) + 1, dtype=np.uint32))
+
+    class Counter(pbc.Object):
+        def __init__(self, slot):
+            self.slot = slot
+
+        def bump(self, x):
+            pbc.scatter_add(hits, 1, UInt32(self.slot))
+            return x + self.slot
+
+    counters = [Counter(k) for k in range(1, 4)]
+    objs = [counters[k % 3] for k in range(10)]
+    ptrs = Ptr[Counter](objs)
+    i, acc = pbc.while_loop((UInt32(0), Float(0)), lambda i, acc: i < 3,
+                            lambda i, acc: (i + 1, ptrs.bump(acc)), mode=mode)
+    assert acc.numpy().tolist() == [3.0 * o.slot for o in objs]
+    assert hits.numpy().tolist()[1:4] == [3 * sum(o is c for o in objs) for c in counters]
+
+
+@pytest.mark.parametrize('mode', MODES)
+def test_switch(mode):
+    idx = UInt32(0, 1, 2, 7, 1, 0)
+    x = Float(1, 2, 3, 4, 5, 6)
+    r = pbc.switch(idx, [lambda x: x + 1, lambda x: x * 10, lambda x: -x], x, mode=mode)
+    assert r.numpy().tolist() == [2, 20, -3, 0, 50, 7]
+
+
+@pytest.mark.parametrize('mode', MODES)
+def test_nested_dispatch(mode):
+    class Outer(pbc.Object):
+        def __init__(self, inner):
+            self.inner = inner
+
+        def run(self, x):
+            return Ptr[Shape]([self.inner] * 1).eval(x)[0] + 1
+
+    outers = [Outer(SHAPES[0]), Outer(SHAPES[1])]
+    objs = [outers[k % 2] for k in range(6)]
+    xs = np.arange(6, dtype=np.float32)
+    r = pbc.dispatch(Ptr[Outer](objs), lambda o, x: o.run(x), Float(xs), mode=mode)
+    ref = [o.inner.ref(x)[0] + 1 for o, x in zip(objs, xs)]
+    np.testing.assert_allclose(r.numpy(), ref, rtol=1e-6)
+
+
+def test_pointer_arrays():
+    a, b = SHAPES[0], SHAPES[1]
+    p = Ptr[Shape]([a, None, b])
+    assert (p == a).numpy().tolist() == [True, False, False]
+    assert (p != None).numpy().tolist() == [True, False, True]  # noqa: E711
+    q = pbc.gather(Ptr[Shape], p, UInt32(2, 0))
+    assert (q == b).numpy().tolist() == [True, False]
+    s = pbc.select(Bool(True, False, True), p, Ptr[Shape](b))
+    assert (s == b).numpy().tolist() == [False, True, True]
+    with pytest.raises(TypeError, match='not a Shape'):
+        Ptr[Shape]([object()])
+
+
+def test_recursive_dispatch_is_an_error():
+    class Loopy(pbc.Object):
+        def f(self, x):
+            return Ptr[Loopy](self).f(x)
+
+    loopy = Loopy()
+    with pytest.raises(RuntimeError, match='calls itself'):
+        Ptr[Loopy]([loopy]).f(Float(1))
+    assert pbc._runtime.mask_depth() == 0
+    del loopy
+    with pytest.raises(RuntimeError, match='no live instance'):
+        Ptr[Loopy]([None]).f(Float(1))
+
+
+def test_deleted_instances_are_unregistered():
+    class Temp(pbc.Object):
+        def f(self, x):
+            return x + 1
+
+    t = Temp()
+    ident = t.pbc_id
+    assert pbc.dispatch.__module__ and pbc.dispatch(Ptr[Temp]([t]), Temp.f, Float(1)) \
+        .numpy().tolist() == [2]
+    del t
+    from pbc.dispatch import instance
+    assert instance(ident) is None
