@@ -3,7 +3,7 @@
 import importlib
 import sys
 
-SUITES = ('core', 'loops')
+SUITES = ('core', 'loops', 'dispatch')
 
 
 def main(argv):

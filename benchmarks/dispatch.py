@@ -1,0 +1,135 @@
+"""Dispatch benchmark (the paper's appendix): f_i(x) = sum_{k=0..i} (-1)^k x^(2k+1)/(2k+1)!
+for M targets, N = 10^6 floats with a random target per lane, and the variant where
+target i computes f_(i mod 5) (five distinct functions). Symbolic and evaluated dispatch
+(pbc.switch) next to NumPy (one masked pass per target).
+
+    python -m benchmarks dispatch
+
+Every pbc figure comes from a fresh process with an empty kernel cache ("first": trace +
+compile + run, after the process's one-time LLVM setup) and the best of 3 repeated calls
+("warm"). Prints one labelled figure per line; asserts nothing.
+"""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+N = 1_000_000
+MS = (1, 8, 64)
+WARM_REPEAT = 3
+
+
+def terms(i, variant):
+    return (i % 5 if variant == 'mod5' else i) + 1
+
+
+def series(x, n):
+    """sum_{k<n} (-1)^k x^(2k+1)/(2k+1)!, term by term (works on pbc and NumPy arrays)."""
+    term, total, x2 = x, x, x * x
+    for k in range(1, n):
+        term = term * x2 * (-1.0 / ((2 * k) * (2 * k + 1)))
+        total = total + term
+    return total
+
+
+def inputs(m):
+    rng = np.random.default_rng(1)
+    return (rng.uniform(-2, 2, N).astype(np.float32),
+            rng.integers(0, m, N).astype(np.uint32))
+
+
+def child(mode, variant, m):
+    import pbc
+    from pbc.llvm import Float, UInt32
+    xs, idx = inputs(m)
+    x, index = Float(xs), UInt32(idx)
+    pbc.eval(pbc.arange(Float, 10) * 0.5)          # one-time LLVM setup, outside the timings
+    funcs = [(lambda n: lambda v: series(v, n))(terms(i, variant)) for i in range(m)]
+
+    def call():
+        return pbc.switch(index, funcs, x, mode=mode)
+
+    pbc.set_flag(pbc.JitFlag.KernelHistory, True)
+    pbc.kernel_history_clear()
+    t0 = time.perf_counter()
+    y = call()
+    pbc.eval(y)
+    first = time.perf_counter() - t0
+    hist = pbc.kernel_history()
+    pbc.set_flag(pbc.JitFlag.KernelHistory, False)
+    out = dict(first=first, kernels=len(hist), ir_ops=sum(h['ir_ops'] for h in hist),
+               compile=sum(h['codegen_time'] + h['backend_time'] for h in hist),
+               checksum=float(np.sum(y.numpy(), dtype=np.float64)))
+    warm = []
+    for _ in range(WARM_REPEAT):
+        t0 = time.perf_counter()
+        pbc.eval(call())
+        warm.append(time.perf_counter() - t0)
+    out['warm'] = min(warm)
+    return out
+
+
+def numpy_dispatch(variant, m):
+    xs, idx = inputs(m)
+    t0 = time.perf_counter()
+    out = np.zeros_like(xs)
+    for i in range(m):
+        sel = idx == i
+        out[sel] = series(xs[sel], terms(i, variant))
+    return time.perf_counter() - t0, float(np.sum(out, dtype=np.float64))
+
+
+def run_child(*args):
+    cache = tempfile.mkdtemp(prefix='pbc-bench-')
+    env = dict(os.environ, PBC_CACHE_DIR=cache,
+               PYTHONPATH=os.pathsep.join(filter(None, [ROOT, os.environ.get('PYTHONPATH')])))
+    try:
+        res = subprocess.run([sys.executable, '-m', 'benchmarks.dispatch', 'child', *args],
+                             cwd=ROOT, env=env, capture_output=True, text=True)
+    finally:
+        shutil.rmtree(cache, ignore_errors=True)
+    if res.returncode != 0:
+        return {'error': (res.stderr.strip() or '?').splitlines()[-1]}
+    return json.loads(res.stdout.strip().splitlines()[-1])
+
+
+def row(label, value, unit=''):
+    print(f'  {label:<60} {value:>14} {unit}'.rstrip())
+
+
+def main():
+    t0 = time.perf_counter()
+    print(f'pbc dispatch benchmarks: {os.cpu_count()} CPUs, NumPy {np.__version__}, '
+          f'load average {os.getloadavg()[0]:.2f}')
+    print(f'f_i(x), {N:.0e} float32 lanes, random target per lane: first / warm, ms')
+    for variant in ('full', 'mod5'):
+        for m in MS:
+            t_np, expected = numpy_dispatch(variant, m)
+            for mode in ('symbolic', 'evaluated'):
+                r = run_child(mode, variant, str(m))
+                label = f'{variant:<4} M={m:<3} {mode:<9}'
+                if 'error' in r:
+                    row(label, r['error'][:60])
+                    continue
+                ok = abs(r['checksum'] - expected) <= 1e-3 * max(1.0, abs(expected))
+                row(f'{label} first / warm', f'{r["first"] * 1e3:.1f} / {r["warm"] * 1e3:.1f}',
+                    'ms' + ('' if ok else '  WRONG RESULT'))
+                row(f'{"":<24}({r["kernels"]} kernel(s), {r["ir_ops"]} IR ops, compile)',
+                    f'{r["compile"] * 1e3:.1f}', 'ms')
+            row(f'{variant:<4} M={m:<3} NumPy (one masked pass per target)',
+                f'{t_np * 1e3:.1f}', 'ms')
+    print(f'total {time.perf_counter() - t0:.1f} s')
+
+
+if __name__ == '__main__':
+    if sys.argv[1:2] == ['child']:
+        print(json.dumps(child(sys.argv[2], sys.argv[3], int(sys.argv[4]))))
+    else:
+        main()
