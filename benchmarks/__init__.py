@@ -1,1 +1,34 @@
-"""pbc benchmarks: `python -m benchmarks NAME` runs benchmarks/NAME.py's main()."""
+"""pbc benchmarks: `python -m benchmarks NAME` runs benchmarks/NAME.py's main().
+
+Shared helpers: one labelled figure per line, and running a measurement in a fresh
+process with an empty kernel cache (first-call figures)."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def row(label, value, unit=''):
+    print(f'  {label:<60} {value:>12} {unit}'.rstrip())
+
+
+def run_child(module, *args):
+    """Runs `python -m benchmarks.MODULE child ARGS` with an empty kernel cache and returns
+    the JSON object it prints last ({'error': message} if it fails)."""
+    cache = tempfile.mkdtemp(prefix='pbc-bench-')
+    env = dict(os.environ, PBC_CACHE_DIR=cache,
+               PYTHONPATH=os.pathsep.join(filter(None, [ROOT, os.environ.get('PYTHONPATH')])))
+    try:
+        res = subprocess.run([sys.executable, '-m', f'benchmarks.{module}', 'child', *args],
+                             cwd=ROOT, env=env, capture_output=True, text=True)
+    finally:
+        shutil.rmtree(cache, ignore_errors=True)
+    if res.returncode != 0:
+        lines = (res.stderr.strip() or res.stdout.strip() or '?').splitlines()
+        return {'error': lines[-1]}
+    return json.loads(res.stdout.strip().splitlines()[-1])

@@ -21,6 +21,7 @@ os.environ['PBC_CACHE_DIR'] = _CACHE_DIR
 import numpy as np  # noqa: E402
 
 import pbc  # noqa: E402
+from benchmarks import row  # noqa: E402
 from pbc.llvm import Float, UInt32  # noqa: E402
 
 N_BANDWIDTH = 50_000_000
@@ -29,10 +30,6 @@ N_LOOP = 10_000_000
 
 
 # ---- helpers -----------------------------------------------------------------------------
-
-def row(label, value, unit=''):
-    print(f'  {label:<60} {value:>12} {unit}'.rstrip())
-
 
 def ms(seconds):
     return f'{seconds * 1e3:.3f}'

@@ -12,15 +12,13 @@ compile + run, after the process's one-time LLVM setup) and the best of 3 repeat
 
 import json
 import os
-import shutil
-import subprocess
 import sys
-import tempfile
 import time
 
 import numpy as np
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from benchmarks import row, run_child
+
 N = 1_000_000
 MS = (1, 8, 64)
 WARM_REPEAT = 3
@@ -86,24 +84,6 @@ def numpy_dispatch(variant, m):
     return time.perf_counter() - t0, float(np.sum(out, dtype=np.float64))
 
 
-def run_child(*args):
-    cache = tempfile.mkdtemp(prefix='pbc-bench-')
-    env = dict(os.environ, PBC_CACHE_DIR=cache,
-               PYTHONPATH=os.pathsep.join(filter(None, [ROOT, os.environ.get('PYTHONPATH')])))
-    try:
-        res = subprocess.run([sys.executable, '-m', 'benchmarks.dispatch', 'child', *args],
-                             cwd=ROOT, env=env, capture_output=True, text=True)
-    finally:
-        shutil.rmtree(cache, ignore_errors=True)
-    if res.returncode != 0:
-        return {'error': (res.stderr.strip() or '?').splitlines()[-1]}
-    return json.loads(res.stdout.strip().splitlines()[-1])
-
-
-def row(label, value, unit=''):
-    print(f'  {label:<60} {value:>14} {unit}'.rstrip())
-
-
 def main():
     t0 = time.perf_counter()
     print(f'pbc dispatch benchmarks: {os.cpu_count()} CPUs, NumPy {np.__version__}, '
@@ -113,7 +93,7 @@ def main():
         for m in MS:
             t_np, expected = numpy_dispatch(variant, m)
             for mode in ('symbolic', 'evaluated'):
-                r = run_child(mode, variant, str(m))
+                r = run_child('dispatch', mode, variant, str(m))
                 label = f'{variant:<4} M={m:<3} {mode:<9}'
                 if 'error' in r:
                     row(label, r['error'][:60])

@@ -11,24 +11,18 @@ hits: trace + launch + run). Prints one labelled figure per line; asserts nothin
 
 import json
 import os
-import shutil
-import subprocess
 import sys
-import tempfile
 import time
 
 import numpy as np
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from benchmarks import ROOT, row, run_child
+
 N_LOOP = 10_000_000
 KS = (1, 10, 100, 1000)
 EVALUATED_MAX_K = 100     # an evaluated loop launches K kernels: 1000 of them take seconds
 WARM_REPEAT = 5
 AO_SIZE, AO_SPP = (1024, 1024), 64
-
-
-def row(label, value, unit=''):
-    print(f'  {label:<60} {value:>12} {unit}'.rstrip())
 
 
 def ms(seconds):
@@ -109,22 +103,6 @@ def child_ao(mode):
     return first
 
 
-def run_child(*args):
-    """Runs `python -m benchmarks.loops child ARGS` with an empty kernel cache; its result."""
-    cache = tempfile.mkdtemp(prefix='pbc-bench-')
-    env = dict(os.environ, PBC_CACHE_DIR=cache,
-               PYTHONPATH=os.pathsep.join(filter(None, [ROOT, os.environ.get('PYTHONPATH')])))
-    try:
-        res = subprocess.run([sys.executable, '-m', 'benchmarks.loops', 'child', *args],
-                             cwd=ROOT, env=env, capture_output=True, text=True)
-    finally:
-        shutil.rmtree(cache, ignore_errors=True)
-    if res.returncode != 0:
-        lines = (res.stderr.strip() or res.stdout.strip() or '?').splitlines()
-        return {'error': lines[-1]}
-    return json.loads(res.stdout.strip().splitlines()[-1])
-
-
 # ---- the parent --------------------------------------------------------------------------
 
 def numpy_xor(k, repeat):
@@ -151,7 +129,7 @@ def bench_xor():
             if variant == 'evaluated' and k > EVALUATED_MAX_K:
                 r = {'error': f'skipped (K > {EVALUATED_MAX_K}: one kernel per iteration)'}
             else:
-                r = run_child('xor', variant, str(k))
+                r = run_child('loops', 'xor', variant, str(k))
             if 'error' not in r and r['checksum'] != expected:
                 r = {'error': f'WRONG RESULT (checksum {r["checksum"]}, NumPy {expected})'}
             table[variant, k] = r
@@ -188,7 +166,7 @@ def bench_ao():
     w, h = AO_SIZE
     print(f'Ambient occlusion sample ({w}x{h}, {AO_SPP} shadow rays per pixel), ms')
     for mode in ('symbolic', 'evaluated'):
-        r = run_child('ao', mode)
+        r = run_child('loops', 'ao', mode)
         if 'error' in r:
             row(f'{mode} loop', r['error'][:60])
             continue
