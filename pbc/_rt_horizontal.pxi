@@ -258,3 +258,109 @@ def compress(ArrayBase mask):
         free(job.count)
         dec_ext(i)
     return wrap(mask._backend, T_UINT32, var_data(T_UINT32, total, job.dst, mask._backend))
+
+# ---- partition: the lanes of each key, in one counting pass and one writing pass ---------
+ctypedef struct PJob:
+    uint32_t* sel              # a key per lane
+    uint32_t* keys             # sorted
+    int nkeys
+    int32_t* table             # slot of key - keys[0], or -1 (NULL: keys too spread out)
+    uint32_t tsize
+    int64_t* count             # [block * nkeys + slot]: lanes, then write offsets
+    uint32_t** out             # one index buffer per key
+
+cdef inline int key_slot(PJob* job, uint32_t key) noexcept nogil:
+    cdef int lo = 0, hi = job.nkeys - 1, mid
+    cdef uint32_t d
+    if job.table != NULL:
+        d = key - job.keys[0]             # wraps around for keys below the first
+        return job.table[d] if d < job.tsize else -1
+    while lo <= hi:
+        mid = (lo + hi) >> 1
+        if job.keys[mid] == key:
+            return mid
+        if job.keys[mid] < key:
+            lo = mid + 1
+        else:
+            hi = mid - 1
+    return -1
+
+cdef void part_count_cb(int64_t start, int64_t end, void* params) noexcept nogil:
+    cdef PJob* job = <PJob*> params
+    cdef int64_t* c = job.count + (start // RED_BLOCK) * job.nkeys
+    cdef int64_t k
+    cdef int s
+    for s in range(job.nkeys):
+        c[s] = 0
+    for k in range(start, end):
+        s = key_slot(job, job.sel[k])
+        if s >= 0:
+            c[s] += 1
+
+cdef void part_write_cb(int64_t start, int64_t end, void* params) noexcept nogil:
+    cdef PJob* job = <PJob*> params
+    cdef int64_t* c = job.count + (start // RED_BLOCK) * job.nkeys
+    cdef int64_t k
+    cdef int s
+    for k in range(start, end):
+        s = key_slot(job, job.sel[k])
+        if s >= 0:
+            job.out[s][c[s]] = <uint32_t> k
+            c[s] += 1
+
+def partition(ArrayBase selector, list keys):
+    """For each key (distinct integers), the UInt32 indices of the lanes of `selector`
+    (a UInt32 array) equal to it, in increasing order: the lane groups of evaluated
+    dispatch, found in two passes instead of one compress per key."""
+    if selector._vt != T_UINT32:
+        raise TypeError('pbc.partition: expects a UInt32 array')
+    order = sorted(range(len(keys)), key=lambda j: keys[j])
+    cdef uint32_t i = evaluated_copy_of(selector)
+    cdef int64_t n = vars[i].size, nb = (n + RED_BLOCK - 1) // RED_BLOCK, b, c, total
+    cdef int m = len(keys), s
+    cdef PJob job
+    job.sel = <uint32_t*> vars[i].data
+    job.nkeys = m
+    job.keys = <uint32_t*> malloc((m + 1) * sizeof(uint32_t))
+    job.count = <int64_t*> malloc((nb * m + 1) * sizeof(int64_t))
+    job.out = <uint32_t**> malloc((m + 1) * sizeof(uint32_t*))
+    sizes = [0] * m
+    job.table = NULL
+    job.tsize = 0
+    try:
+        for s in range(m):
+            job.keys[s] = keys[order[s]]
+            job.out[s] = NULL
+        if m and job.keys[m - 1] - job.keys[0] < (1 << 20):
+            job.tsize = job.keys[m - 1] - job.keys[0] + 1
+            job.table = <int32_t*> malloc(job.tsize * sizeof(int32_t))
+            memset(job.table, 0xFF, job.tsize * sizeof(int32_t))
+            for s in range(m):
+                job.table[job.keys[s] - job.keys[0]] = s
+        if n and m:
+            run_parallel(part_count_cb, &job, n, RED_BLOCK)
+        for s in range(m):
+            total = 0
+            for b in range(nb):
+                c = job.count[b * m + s]
+                job.count[b * m + s] = total
+                total += c
+            sizes[s] = total
+            job.out[s] = <uint32_t*> mem_alloc(T_UINT32, total)
+        if n and m:
+            run_parallel(part_write_cb, &job, n, RED_BLOCK)
+        result = [None] * m
+        for s in range(m):
+            result[order[s]] = wrap(selector._backend, T_UINT32,
+                                    var_data(T_UINT32, sizes[s], job.out[s], selector._backend))
+            job.out[s] = NULL
+    finally:
+        for s in range(m):
+            if job.out[s] != NULL:
+                mem_free(job.out[s], T_UINT32, sizes[s])
+        free(job.keys)
+        free(job.count)
+        free(job.out)
+        free(job.table)
+        dec_ext(i)
+    return result

@@ -3,7 +3,7 @@ that run each lane's own instance's method: pbc.dispatch, pbc.switch, ptrs.metho
 
 Symbolic calls (JitFlag.SymbolicCalls, the default) trace each reachable target once under
 the mask of its lanes, within the caller's kernel; evaluated calls group the lanes per
-target (compress), run one kernel per target on just those lanes and scatter the results
+target (one partition pass), run one kernel per target on just those lanes and scatter the results
 back (the paper's wavefront baseline). Both give the same results; null or masked-off lanes
 do nothing and return zeros.
 """
@@ -19,7 +19,7 @@ from ._runtime import ArrayBase
 from .control import _broadcast
 from .evaluate import eval as _eval
 from .flags import JitFlag, flag
-from .routines import compress, gather, scatter, select, zeros
+from .routines import gather, scatter, select, zeros
 from .tree import children, flatten, rebuild
 
 _instances = {}                 # id -> weak reference to the registered instance
@@ -220,16 +220,13 @@ def _symbolic(selector, active, targets, args, what):
 
 
 def _evaluated(selector, active, targets, args, what):
-    _eval(selector, active)
-    keys = np.unique(selector.numpy()[active.numpy()]) if len(selector) else []
-    by_key = {key: (fn, obj) for key, fn, obj in targets}
     width = max([len(selector)] + [len(a) for a in flatten(args)[0]])
+    # The lanes of every target, in one partition pass over the (evaluated) selector.
+    groups = _runtime.partition(select(active, selector, 0), [key for key, _, _ in targets])
     out = None
-    for key in keys:
-        if int(key) not in by_key:
-            continue                    # a pointer to an instance of another class
-        fn, obj = by_key[int(key)]
-        lanes = compress(active & (selector == int(key)))
+    for (_key, fn, obj), lanes in zip(targets, groups):
+        if len(lanes) == 0:
+            continue                    # no lane calls this target
         arrays, build = flatten(args)
         sub = build([gather(type(a), a, lanes) if len(a) > 1 else type(a)(a) for a in arrays])
         _enter(id(obj), what)

@@ -168,3 +168,15 @@ def test_deleted_instances_are_unregistered():
     del t
     from pbc.dispatch import instance
     assert instance(ident) is None
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(st.integers(0, 9), max_size=3000),
+       st.lists(st.sampled_from([0, 1, 2, 3, 7, 9, 12, 2 ** 31, 2 ** 32 - 1]), unique=True,
+                max_size=6))
+def test_partition_matches_numpy(values, keys):
+    sel = np.array(values, dtype=np.uint32)
+    groups = pbc._runtime.partition(UInt32(sel), keys)
+    assert len(groups) == len(keys)
+    for key, lanes in zip(keys, groups):
+        assert lanes.numpy().tolist() == np.flatnonzero(sel == key).tolist()
