@@ -228,13 +228,15 @@ def _evaluated_loop(state, cond, body, names, c):
         _eval(c, state)
         if not _any(c)[0]:
             return state
+        # The body gets new containers: changing one in place (pos.x += 1) must not touch
+        # the state of the lanes that are done.
+        old_arrays, _ = flatten(state)
         _runtime.mask_push(c)
         try:
-            new = _as_state(body(*state), len(state), 'while_loop')
+            new = _as_state(body(*_copy(state)), len(state), 'while_loop')
         finally:
             _runtime.mask_pop()
         _check_same(state, new, names, 'while_loop')
-        old_arrays, _ = flatten(state)
         new_arrays, build_new = flatten(new)
         state = build_new([select(c, b, a) for a, b in zip(old_arrays, new_arrays)])
         active = c

@@ -380,3 +380,18 @@ def test_legacy_loop_interrupted_by_an_exception():
     assert pbc._runtime.recording_depth() == 0
     assert pbc.while_loop((UInt32(0, 1),), lambda i: i < 3,
                           lambda i: (i + 1,))[0].numpy().tolist() == [3, 3]
+
+
+@pytest.mark.parametrize('mode', MODES)
+def test_body_changing_its_state_in_place(mode):
+    # pos.x += 1 changes the vector object itself: lanes that left the loop keep theirs.
+    trips = UInt32(0, 1, 3)
+
+    def body(i, pos):
+        pos.x += 1
+        return i + 1, pos
+
+    start = Array3f(0)
+    _, pos = pbc.while_loop((UInt32(0), start), lambda i, pos: i < trips, body, mode=mode)
+    assert pos.x.numpy().tolist() == [0, 1, 3]
+    assert start.x.numpy().tolist() == [0]
