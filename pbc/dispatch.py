@@ -130,12 +130,15 @@ class PtrBase:
         return cls._wrap(gather(cls.UInt32, source.index, index, active))
 
     def __getattr__(self, name):
-        if name.startswith('__') or not callable(getattr(self.Base, name, None)):
+        # The method may be declared by the base class or only by its subclasses.
+        if name.startswith('__') or not (
+                callable(getattr(self.Base, name, None))
+                or any(callable(getattr(obj, name, None)) for _, obj in instances(self.Base))):
             raise AttributeError(f'{self.Base.__name__} has no method {name!r} to dispatch')
 
         def method(*args, **kwargs):
             return dispatch(self, lambda obj, *a: getattr(obj, name)(*a, **kwargs), *args,
-                            _name=name)
+                            _name=name, _method=name)
         method.__name__ = name
         return method
 
@@ -152,13 +155,15 @@ def make_ptr(flat, module_name):
 
 
 # ---- calls ------------------------------------------------------------------------------------
-def dispatch(ptrs, func, *args, mode=None, _name=None):
+def dispatch(ptrs, func, *args, mode=None, _name=None, _method=None):
     """func(instance, *args) for each lane's instance of `ptrs` (a Ptr array); null lanes
-    give zeros. Targets: every live instance of the pointer's base class."""
+    give zeros. Targets: every live instance of the pointer's base class (for a method call,
+    those that have the method; lanes pointing to others give zeros)."""
     if not isinstance(ptrs, PtrBase):
         raise TypeError('pbc.dispatch: the first argument must be a Ptr array')
     name = _name or getattr(func, '__name__', 'function')
-    targets = [(i, functools.partial(func, obj), obj) for i, obj in instances(ptrs.Base)]
+    targets = [(i, functools.partial(func, obj), obj) for i, obj in instances(ptrs.Base)
+               if _method is None or callable(getattr(obj, _method, None))]
     return _call(ptrs.index, targets, args, mode, f'{ptrs.Base.__name__}.{name}')
 
 
@@ -213,7 +218,7 @@ def _symbolic(selector, active, targets, args, what):
             _active_calls.pop()
     if not results:
         return None
-    out = _zeros_like(results[0][1], width, what)
+    out = _zeros_like(results[0][1], width, selector)
     for mask, r in results:
         out = _merge(mask, r, out, what)
     return out
@@ -234,12 +239,8 @@ def _evaluated(selector, active, targets, args, what):
         try:
             r = fn(*sub)
             if out is None:
-                out = _zeros_like(r, width, what)
-            out_arrays, _ = flatten(out)
-            r_arrays, _ = flatten(r)
-            _check_structure(out, r, what)
-            for o, v in zip(out_arrays, r_arrays):
-                scatter(o, v, lanes)
+                out = _zeros_like(r, width, selector)
+            _scatter_into(out, r, lanes, what)
         finally:
             _runtime.masks_restore(saved)
             _active_calls.pop()
@@ -249,7 +250,7 @@ def _evaluated(selector, active, targets, args, what):
         _key, fn, obj = targets[0]
         _runtime.mask_push(active & False)
         try:
-            out = _zeros_like(fn(*_copy(args)), width, what)
+            out = _zeros_like(fn(*_copy(args)), width, selector)
         finally:
             _runtime.mask_pop()
     return out
@@ -260,21 +261,37 @@ def _copy(args):
     return build(arrays)
 
 
-def _zeros_like(r, width, what):
-    """Zeros of r's structure, `width` lanes wide (Python values kept)."""
+PY_TYPES = {bool: 'bool', int: 'int32', float: 'float32'}
+
+
+def _zeros_like(r, width, like):
+    """Zeros of r's structure, `width` lanes wide. Python numbers become arrays of their
+    weak type (as `select` would make them), other Python values are kept."""
     if isinstance(r, ArrayBase):
         return zeros(type(r), width)
-    if isinstance(r, (bool, int, float)):
-        return type(r)(0)
+    if type(r) in PY_TYPES:
+        return zeros(_runtime.class_for(like, PY_TYPES[type(r)]), width)
     parts = children(r)
     if parts is None:
         return r
-    return rebuild(r, [_zeros_like(p, width, what) for p in parts])
+    return rebuild(r, [_zeros_like(p, width, like) for p in parts])
 
 
-def _check_structure(a, b, what):
-    if len(flatten(a)[0]) != len(flatten(b)[0]):
+def _scatter_into(out, r, lanes, what):
+    """out[lanes] = r, leaf by leaf (r's Python numbers too)."""
+    if isinstance(out, ArrayBase):
+        if isinstance(r, ArrayBase) and type(r) is not type(out):
+            raise TypeError(f'pbc: the targets of {what} return {type(out).__name__} and '
+                            f'{type(r).__name__}')
+        scatter(out, r, lanes)
+        return
+    po, pr = children(out), children(r)
+    if po is None:
+        return
+    if pr is None or len(po) != len(pr):
         raise TypeError(f'pbc: the targets of {what} return different structures')
+    for a, b in zip(po, pr):
+        _scatter_into(a, b, lanes, what)
 
 
 def _merge(mask, r, out, what):
@@ -286,8 +303,6 @@ def _merge(mask, r, out, what):
         return select(mask, r, out)
     pr, po = children(r), children(out)
     if pr is None or po is None:
-        if isinstance(r, (int, float)) and isinstance(out, (int, float)):
-            return select(mask, r, out) if r != out else r
         return r
     if type(r) is not type(out) or len(pr) != len(po):
         raise TypeError(f'pbc: the targets of {what} return different structures')

@@ -180,3 +180,27 @@ def test_partition_matches_numpy(values, keys):
     assert len(groups) == len(keys)
     for key, lanes in zip(keys, groups):
         assert lanes.numpy().tolist() == np.flatnonzero(sel == key).tolist()
+
+
+@pytest.mark.parametrize('mode', MODES)
+def test_methods_of_subclasses_and_python_results(mode):
+    class Base(pbc.Object):
+        pass
+
+    class A(Base):
+        def kind(self, x):
+            return x * 2, 1                 # a Python number: an Int32 per lane
+
+    class B(Base):
+        def kind(self, x):
+            return x + 1, 2
+
+    class C(Base):                          # no 'kind': its lanes give zeros
+        pass
+
+    objs = [A(), B(), C()]
+    ptrs = Ptr[Base]([objs[k % 3] for k in range(7)] + [None])
+    with pbc.scoped_set_flag(pbc.JitFlag.SymbolicCalls, mode == 'symbolic'):
+        v, k = ptrs.kind(Float(np.arange(8, dtype=np.float32)))
+    assert k.numpy().tolist() == [1, 2, 0, 1, 2, 0, 1, 0]
+    assert v.numpy().tolist() == [0, 2, 0, 6, 5, 0, 12, 0]
