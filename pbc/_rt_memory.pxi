@@ -115,6 +115,12 @@ cdef void scatter_obj(ArrayBase target, object value, object index, object activ
                          vars[target._index].size, be)
         apply_mask(&im)
         size = result_size(OP_SCATTER, iv, ii, im, 0)
+        if node_scope(target._index):
+            raise RuntimeError(
+                'pbc.scatter: the target array is loop state of (or computed in) a symbolic '
+                'loop being recorded, which holds no memory to write to. Scatter into an array '
+                'created before the loop and not passed as its state, or run the loop in '
+                "evaluated mode (pbc.hint(cond, mode='evaluated'))")
         check_write_after_read(target._index)
         in_body = target._index in scope_targets and scope_depth(
             scope_targets[target._index]) > 0

@@ -395,3 +395,15 @@ def test_body_changing_its_state_in_place(mode):
     _, pos = pbc.while_loop((UInt32(0), start), lambda i, pos: i < trips, body, mode=mode)
     assert pos.x.numpy().tolist() == [0, 1, 3]
     assert start.x.numpy().tolist() == [0]
+
+
+def test_scatter_into_loop_state_is_an_error():
+    def body(i, arr):
+        pbc.scatter(arr, 5.0, i)
+        return i + 1, arr
+
+    with pytest.raises(RuntimeError, match='loop state'):
+        pbc.while_loop((UInt32(0), Float(0, 0, 0)), lambda i, arr: i < 2, body)
+    _, arr = pbc.while_loop((UInt32(0), Float(0, 0, 0)), lambda i, arr: i < 2, body,
+                            mode='evaluated')
+    assert arr.numpy().tolist() == [5, 5, 0]
