@@ -146,10 +146,10 @@ def _symbolic_loop(state, cond, body, names):
 
 def _record(state, arrays, build, cond, body, names, width, fixed):
     loop_arrays = [i for i in range(len(arrays)) if i not in fixed]
-    backend = arrays[loop_arrays[0]]._backend_code if loop_arrays else None
-    if backend is None:
+    if not arrays:
         raise TypeError('pbc.while_loop: a loop with a JIT condition needs at least one JIT '
                         'array in its state')
+    backend = arrays[0]._backend_code
     start, phis = _runtime.loop_begin([arrays[i].index for i in loop_arrays], width, backend)
     try:
         phi_arrays = [_runtime.wrap_index(type(arrays[i]), p) for i, p in zip(loop_arrays, phis)]
