@@ -195,7 +195,7 @@ def _record(state, arrays, build, cond, body, names, width, fixed):
     outs = _runtime.loop_end(start, phis, updates)
     _stats['loops'] += 1
     _stats['state'] += len(loop_arrays)
-    final = [type(a)(a) for a in arrays]           # fixed ones: their (unchanged) value
+    final = [_broadcast(a, width) for a in arrays]     # fixed ones: their (unchanged) value
     for i, o in zip(loop_arrays, outs):
         final[i] = _runtime.wrap_index(type(arrays[i]), o)
     return build(final)
