@@ -20,7 +20,7 @@ from .control import _broadcast
 from .evaluate import eval as _eval
 from .flags import JitFlag, flag
 from .routines import gather, scatter, select, zeros
-from .tree import children, flatten, rebuild
+from .tree import children, flatten, paths, rebuild
 
 _instances = {}                 # id -> weak reference to the registered instance
 _ids = itertools.count(1)       # 0 is the null pointer
@@ -212,16 +212,47 @@ def _symbolic(selector, active, targets, args, what):
         _enter(id(obj), what)
         _runtime.mask_push(mask)
         try:
-            results.append((mask, fn(*_copy(args))))
+            results.append((key, mask, fn(*_copy(args))))
         finally:
             _runtime.mask_pop()
             _active_calls.pop()
-    if not results:
-        return None
-    out = _zeros_like(results[0][1], width, selector)
-    for mask, r in results:
+    out = _zeros_like(results[0][2], width, selector)
+    groups = _merged(results, selector, active) if flag(JitFlag.MergeFunctions) \
+        else [(mask, r) for _, mask, r in results]
+    for mask, r in groups:
         out = _merge(mask, r, out, what)
     return out
+
+
+def _signature(r):
+    """What identifies a target's result: its arrays' variables (equal code traced from
+    equal inputs is one variable, by value numbering) and its other values."""
+    return tuple((p, v.index) if isinstance(v, ArrayBase) else (p, type(v), v)
+                 for p, v in paths(r, ''))
+
+
+def _merged(results, selector, active):
+    """(mask, result) per distinct result: targets whose results are the same variables
+    (the same function of the same inputs, e.g. instances of one class with equal
+    attributes) share one select, their lanes found with one table lookup."""
+    by_sig = {}
+    for key, mask, r in results:
+        try:
+            by_sig.setdefault(_signature(r), []).append((key, mask, r))
+        except TypeError:                  # an unhashable Python value: keep it apart
+            by_sig[object()] = [(key, mask, r)]
+    groups = list(by_sig.values())
+    keys = [key for key, _, _ in results]
+    if len(groups) == len(results) or max(keys) >= 1 << 16:
+        return [(mask, r) for _, mask, r in results]
+    table = np.zeros(max(keys) + 1, dtype=np.uint32)
+    for g, members in enumerate(groups):
+        for key, _, _ in members:
+            table[key] = g + 1
+    U = _runtime.class_for(selector, 'uint32')
+    group_of = gather(U, U(table), selector)          # 0 outside the table (null lanes)
+    return [(members[0][1] if len(members) == 1 else active & (group_of == g + 1),
+             members[0][2]) for g, members in enumerate(groups)]
 
 
 def _evaluated(selector, active, targets, args, what):

@@ -204,3 +204,29 @@ def test_methods_of_subclasses_and_python_results(mode):
         v, k = ptrs.kind(Float(np.arange(8, dtype=np.float32)))
     assert k.numpy().tolist() == [1, 2, 0, 1, 2, 0, 1, 0]
     assert v.numpy().tolist() == [0, 2, 0, 6, 5, 0, 12, 0]
+
+
+def test_targets_with_equal_results_are_merged():
+    # Instances that compute the same thing (equal attributes) share one select, found by
+    # one table lookup: the kernel does not grow with their number (MergeFunctions).
+    class Same(pbc.Object):
+        def __init__(self, k):
+            self.k = k
+
+        def f(self, x):
+            return x * self.k + 1
+
+    def ir_ops(count, merge=True):
+        objs = [Same(k % 2 + 2) for k in range(count)]
+        ptrs = Ptr[Same]([objs[k % count] for k in range(40)])
+        x = Float(np.arange(40, dtype=np.float32))
+        with pbc.scoped_set_flag(pbc.JitFlag.MergeFunctions, merge):
+            y = ptrs.f(x)
+        ref = [(k % 40 % count % 2 + 2) * k + 1 for k in range(40)]
+        pbc.schedule(y)
+        kernel, = pbc.evaluate.take_kernels()
+        pbc.eval(y)
+        assert y.numpy().tolist() == ref
+        return kernel.ir_ops
+
+    assert ir_ops(4) == ir_ops(30) < ir_ops(30, merge=False)
