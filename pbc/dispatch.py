@@ -2,10 +2,10 @@
 that run each lane's own instance's method: pbc.dispatch, pbc.switch, ptrs.method(...).
 
 Symbolic calls (JitFlag.SymbolicCalls, the default) trace each reachable target once under
-the mask of its lanes, within the caller's kernel; evaluated calls group the lanes per
-target (one partition pass), run one kernel per target on just those lanes and scatter the results
-back (the paper's wavefront baseline). Both give the same results; null or masked-off lanes
-do nothing and return zeros.
+the mask of its lanes, within the caller's kernel; evaluated calls find each target's lanes
+(one partition pass), run one kernel per target on just those lanes and scatter the
+results back (the paper's wavefront baseline). Both give the same results; null or
+masked-off lanes do nothing and return zeros.
 """
 
 import functools
