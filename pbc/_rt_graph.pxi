@@ -40,6 +40,7 @@ cdef enum Op:
     OP_FMA, OP_SELECT,
     OP_GATHER, OP_SCATTER, OP_PRINT,
     OP_LOOP_START, OP_LOOP_PHI, OP_LOOP_COND, OP_LOOP_END, OP_LOOP_OUTPUT,
+    OP_CALL_START, OP_CALL_ARG, OP_CALL_MASK, OP_CALL_END, OP_CALL, OP_CALL_RESULT,
     OP_COUNT
 
 OP_NAMES = ('literal', 'data', 'counter', 'ptr',
@@ -49,7 +50,8 @@ OP_NAMES = ('literal', 'data', 'counter', 'ptr',
             'and', 'or', 'xor', 'shl', 'shr', 'mulhi',
             'eq', 'ne', 'lt', 'le', 'gt', 'ge',
             'fma', 'select', 'gather', 'scatter', 'print',
-            'loop_start', 'loop_phi', 'loop_cond', 'loop_end', 'loop_output')
+            'loop_start', 'loop_phi', 'loop_cond', 'loop_end', 'loop_output',
+            'call_start', 'call_arg', 'call_mask', 'call_end', 'call', 'call_result')
 assert len(OP_NAMES) == OP_COUNT
 
 # Reduction kinds of scatter_reduce (stored in Var.extra of a scatter).
@@ -332,7 +334,7 @@ cdef void release(uint32_t root) noexcept:
             extra_deps.erase(i)
         if not scope_of.empty():
             scope_of.erase(i)
-        if v.op == OP_LOOP_END and not effect_loop_outputs.empty():
+        if (v.op == OP_LOOP_END or v.op == OP_CALL) and not effect_loop_outputs.empty():
             effect_loop_outputs.erase(i)
         memset(v, 0, sizeof(Var))
         v.flags = F_FREE

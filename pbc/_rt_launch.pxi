@@ -51,7 +51,8 @@ cdef tuple node_record(uint32_t i):
     cdef Var* v = &vars[i]
     cdef uint32_t* d = v.dep
     deps = ()
-    if v.op != OP_DATA and v.op != OP_LITERAL and v.op != OP_COUNTER and v.op != OP_PTR:
+    if v.op != OP_DATA and v.op != OP_LITERAL and v.op != OP_COUNTER and v.op != OP_PTR \
+            and d[0] != 0:
         if d[1] == 0:
             deps = (vars[d[0]].pos,)
         elif d[2] == 0:
@@ -189,6 +190,12 @@ def release_roots(list roots):
             pending_reduce.pop(t, None)
         elif vars[i].op == OP_LOOP_END:
             for k in range(2 * <uint32_t> vars[i].literal, extra_deps[i].size()):
+                stack.push_back(extra_deps[i][k])
+        elif vars[i].op == OP_CALL_END:
+            for k in range(<uint32_t> vars[i].literal, extra_deps[i].size()):
+                stack.push_back(extra_deps[i][k])
+        elif vars[i].op == OP_CALL:
+            for k in range(extra_deps[i].size()):
                 stack.push_back(extra_deps[i][k])
     for i in roots:
         dec_ext(i)

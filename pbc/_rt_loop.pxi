@@ -252,14 +252,14 @@ cdef void add_effect_loop_outputs(vector[uint32_t]& roots) noexcept:
     cdef size_t k, n = roots.size()
     for k in range(n):
         i = roots[k]
-        if vars[i].op != OP_LOOP_END:
+        if vars[i].op != OP_LOOP_END and vars[i].op != OP_CALL:
             continue
         it = effect_loop_outputs.find(i)
         if it == effect_loop_outputs.end():
             continue
         for o in deref(it).second:
-            if not (vars[o].flags & F_FREE) and vars[o].op == OP_LOOP_OUTPUT \
-                    and vars[o].dep[0] == i:
+            if not (vars[o].flags & F_FREE) and vars[o].dep[0] == i and (
+                    vars[o].op == OP_LOOP_OUTPUT or vars[o].op == OP_CALL_RESULT):
                 inc_ext(o)
                 roots.push_back(o)
         effect_loop_outputs.erase(it)

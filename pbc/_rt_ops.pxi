@@ -11,7 +11,8 @@ OP_ALLOW[:] = [
     7, 7, 7, 2, 2, 2,      # and or xor shl shr mulhi
     7, 7, 6, 6, 6, 6,      # eq ne lt le gt ge
     6, 7, 7, 7, 7,         # fma select gather scatter print
-    7, 7, 7, 7, 7]         # loop_start loop_phi loop_cond loop_end loop_output
+    7, 7, 7, 7, 7,         # loop_start loop_phi loop_cond loop_end loop_output
+    7, 7, 7, 7, 7, 7]      # call_start call_arg call_mask call_end call call_result
 
 cdef inline uint8_t kind_bit(uint8_t vt) noexcept nogil:
     return 1 if vt == T_BOOL else (4 if is_float(vt) else 2)

@@ -10,6 +10,7 @@ This module imports nothing from pbc. It is split into include files by concern:
   _rt_array.pxi   ArrayBase, the Cython operator path of every JIT array class
   _rt_memory.pxi  gathers and scatters, copy-on-write, Debug-mode bounds checks
   _rt_loop.pxi    symbolic loops: scopes of recorded loop bodies, the side-effect mask stack
+  _rt_call.pxi    symbolic calls: dispatch targets recorded in scopes of their own
   _rt_launch.pxi  eval support: groups, their keys, outputs, the kernel trampoline
   _rt_horizontal.pxi  reductions, prefix sums and compress on the same thread pool
   _pool.h         the thread pool (C)
@@ -24,5 +25,6 @@ include "_rt_ops.pxi"
 include "_rt_array.pxi"
 include "_rt_memory.pxi"
 include "_rt_loop.pxi"
+include "_rt_call.pxi"
 include "_rt_launch.pxi"
 include "_rt_horizontal.pxi"

@@ -205,54 +205,57 @@ def _enter(key, what):
 
 
 def _symbolic(selector, active, targets, args, what):
-    width = max([len(selector)] + [len(a) for a in flatten(args)[0]])
-    results = []
-    for key, fn, obj in targets:
-        mask = active & (selector == key)
-        _enter(id(obj), what)
-        _runtime.mask_push(mask)
-        try:
-            results.append((key, mask, fn(*_copy(args))))
-        finally:
-            _runtime.mask_pop()
-            _active_calls.pop()
-    out = _zeros_like(results[0][2], width, selector)
-    groups = _merged(results, selector, active) if flag(JitFlag.MergeFunctions) \
-        else [(mask, r) for _, mask, r in results]
-    for mask, r in groups:
-        out = _merge(mask, r, out, what)
-    return out
+    """Records every target once, in a scope of its own; the kernel runs each target only
+    for the lanes (and vectors) that select it."""
+    width = len(selector)
+    arrays, build = flatten(args)
+    literal_args = flag(JitFlag.OptimizeCalls)
+    ends, first, types = [], None, None
+    try:
+        for key, fn, obj in targets:
+            start = _runtime.call_begin(key, width, selector._backend_code)
+            try:
+                # Literal arguments go in as they are: the target folds them (OptimizeCalls).
+                inner = [a if literal_args and a.state == 'literal' else
+                         _runtime.wrap_index(type(a), _runtime.call_arg(start, a))
+                         for a in arrays]
+                _runtime.call_mask(start)
+                _enter(id(obj), what)
+                try:
+                    r = _as_arrays(fn(*build(inner)), selector)
+                finally:
+                    _active_calls.pop()
+                leaves = flatten(r)[0]
+                if first is None:
+                    first, types = r, [type(x) for x in leaves]
+                elif [type(x) for x in leaves] != types or len(paths(r, '')) != len(
+                        paths(first, '')):
+                    raise TypeError(f'pbc: the targets of {what} return different structures '
+                                    'or types')
+                for x in leaves:
+                    if len(x) not in (1, width):
+                        raise ValueError(f'pbc: a target of {what} returns an array of width '
+                                         f'{len(x)} for a call of width {width}')
+            except BaseException:
+                _runtime.call_abort(start)
+                raise
+            ends.append(_runtime.call_end(start, [x.index for x in leaves]))
+    except BaseException:
+        for end in ends:
+            _runtime.dec_ref(end)
+        raise
+    ids = _runtime.call_site(selector, active, ends, [t.Type for t in types])
+    return flatten(first)[1]([_runtime.wrap_index(t, i) for t, i in zip(types, ids)])
 
 
-def _signature(r):
-    """What identifies a target's result: its arrays' variables (equal code traced from
-    equal inputs is one variable, by value numbering) and its other values."""
-    return tuple((p, v.index) if isinstance(v, ArrayBase) else (p, type(v), v)
-                 for p, v in paths(r, ''))
-
-
-def _merged(results, selector, active):
-    """(mask, result) per distinct result: targets whose results are the same variables
-    (the same function of the same inputs, e.g. instances of one class with equal
-    attributes) share one select, their lanes found with one table lookup."""
-    by_sig = {}
-    for key, mask, r in results:
-        try:
-            by_sig.setdefault(_signature(r), []).append((key, mask, r))
-        except TypeError:                  # an unhashable Python value: keep it apart
-            by_sig[object()] = [(key, mask, r)]
-    groups = list(by_sig.values())
-    keys = [key for key, _, _ in results]
-    if len(groups) == len(results) or max(keys) >= 1 << 16:
-        return [(mask, r) for _, mask, r in results]
-    table = np.zeros(max(keys) + 1, dtype=np.uint32)
-    for g, members in enumerate(groups):
-        for key, _, _ in members:
-            table[key] = g + 1
-    U = _runtime.class_for(selector, 'uint32')
-    group_of = gather(U, U(table), selector)          # 0 outside the table (null lanes)
-    return [(members[0][1] if len(members) == 1 else active & (group_of == g + 1),
-             members[0][2]) for g, members in enumerate(groups)]
+def _as_arrays(r, like):
+    """r with its Python numbers as arrays of their weak type (one value per lane)."""
+    if isinstance(r, ArrayBase):
+        return r
+    if type(r) in PY_TYPES:
+        return _runtime.class_for(like, PY_TYPES[type(r)])(r)
+    parts = children(r)
+    return r if parts is None else rebuild(r, [_as_arrays(p, like) for p in parts])
 
 
 def _evaluated(selector, active, targets, args, what):

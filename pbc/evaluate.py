@@ -43,7 +43,7 @@ def take_kernels(backend='llvm'):
     roots, groups = _runtime.take_groups()
     try:
         return [assemble(backend, outputs, _runtime.group_records(ids), size,
-                         flag(JitFlag.OptimizeLoops))[0]
+                         flag(JitFlag.OptimizeLoops), flag(JitFlag.MergeFunctions))[0]
                 for _, size, outputs, _, ids in groups]
     finally:
         _runtime.release_roots(roots)
@@ -53,13 +53,13 @@ def _run_group(backend_code, size, outputs, ids):
     be = _backend(backend_code)
     t0 = time.perf_counter()
     key, leaves = _runtime.group_summary(ids, size, outputs)
-    optimize_loops = flag(JitFlag.OptimizeLoops)
-    key = (key, size >= STREAMING_LANES, optimize_loops)    # what else assembly reads
+    optimize_loops, merge = flag(JitFlag.OptimizeLoops), flag(JitFlag.MergeFunctions)
+    key = (key, size >= STREAMING_LANES, optimize_loops, merge)   # what else assembly reads
     entry = be.lookup(key)
     removed = 0
     if entry is None:
         kernel, layout = assemble(be.name, outputs, _runtime.group_records(ids), size,
-                                  optimize_loops)
+                                  optimize_loops, merge)
         entry = be.compile(kernel, layout, key)
         hit, backend_time = entry.cache_hit, entry.backend_time
         removed = kernel.removed_state

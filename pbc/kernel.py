@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from . import _runtime
-from .ops import ARITY, LOOP_OPS, TRACE_OPS, TYPE_NAMES
+from .ops import ARITY, CALL_OPS, LOOP_OPS, TRACE_OPS, TYPE_NAMES
 
 
 class Instr(NamedTuple):
@@ -38,6 +38,18 @@ class Loop:
 
 
 @dataclass
+class Call:
+    """A symbolic call of a Kernel: its targets' code lies between their call_start and
+    call_end instructions, before the `call` instruction that runs them."""
+    selector: int = -1          # register of each lane's target key (0: none)
+    active: int = -1            # register of the lanes that call
+    keys: list = field(default_factory=list)      # per target
+    outputs: list = field(default_factory=list)   # per target: registers of its outputs
+    results: list = field(default_factory=list)   # per output: its call_result register
+    code: list = field(default_factory=list)      # per target: whose code it runs (merged)
+
+
+@dataclass
 class Kernel:
     backend: str
     # Outputs far larger than the caches are written around them (non-temporal stores):
@@ -46,6 +58,7 @@ class Kernel:
     instrs: list = field(default_factory=list)
     params: list = field(default_factory=list)
     loops: list = field(default_factory=list)
+    calls: list = field(default_factory=list)
     subroutines: list = field(default_factory=list)
     # Registers whose value is the same in every lane (literals, scalar parameters and what
     # is computed from them alone, including loop counters): backends may keep them scalar.
@@ -79,10 +92,10 @@ STREAMING_LANES = 1 << 23
 
 # Ops whose result is uniform when all operands are (pure and elementwise).
 UNIFORM_OPS = frozenset(ARITY) - {'counter', 'load', 'ptr', 'store', 'gather', 'scatter',
-                                  'print', 'cast', 'bitcast', *LOOP_OPS}
+                                  'print', 'cast', 'bitcast', *LOOP_OPS, *CALL_OPS}
 
 
-def assemble(backend, outputs, records, size, optimize_loops=True):
+def assemble(backend, outputs, records, size, optimize_loops=True, merge_functions=True):
     """Builds a Kernel (and its parameter Layout) for `size` lanes from node records in
     topological order (see _runtime.group_records). With `optimize_loops`, loop state that
     nothing reads after the loop and that does not feed the loop test or side effects is
@@ -102,8 +115,21 @@ def assemble(backend, outputs, records, size, optimize_loops=True):
         k.removed_state = sum(1 for p in order if TRACE_OPS[records[p][1]] == 'loop_phi'
                               and p not in live)
         order = [p for p in order if p in live]
+    code_of = {}
+    if merge_functions and any(TRACE_OPS[r[1]] == 'call' for r in records):
+        order, code_of = _merge_targets(records, order)
     reg_of = {}
     loop_of = {}                 # loop_start position -> loop number
+    target_of = {}               # call_start / call_end position -> (call number, target)
+    for pos in order:
+        r = records[pos]
+        if TRACE_OPS[r[1]] == 'call':
+            for t, end in enumerate(r[4][2:]):
+                target_of[end] = target_of[records[end][4][0]] = (len(k.calls), t)
+            starts = [records[end][4][0] for end in r[4][2:]]
+            k.calls.append(Call(keys=[records[p][5] for p in starts],
+                                outputs=[None] * len(starts), results=[-1] * r[5],
+                                code=[starts.index(code_of.get(p, p)) for p in starts]))
     for pos in order:
         nid, op_code, vt, vsize, deps, lit, extra, _ = records[pos]
         op = TRACE_OPS[op_code]
@@ -138,6 +164,25 @@ def assemble(backend, outputs, records, size, optimize_loops=True):
                     k.loops[n].phis.append(reg_of[phi])
                     k.loops[n].updates.append(reg_of[update])
             k.instrs.append(Instr(op, 'void', literal=n))
+        elif op in ('call_start', 'call_mask'):
+            n, t = target_of[pos if op == 'call_start' else deps[0]]
+            k.instrs.append(Instr(op, tname, literal=n, extra=t))
+        elif op == 'call_arg':
+            k.instrs.append(Instr(op, tname, (reg_of[deps[1]],), literal=target_of[deps[0]][0]))
+        elif op == 'call_end':
+            n, t = target_of[pos]
+            k.calls[n].outputs[t] = [reg_of[o] for o in deps[1:1 + lit]]
+            k.instrs.append(Instr(op, 'void', literal=n, extra=t))
+        elif op == 'call':
+            n = target_of[deps[2]][0]
+            call = k.calls[n]
+            call.outputs = [call.outputs[u] for u in call.code]
+            k.calls[n].selector, k.calls[n].active = reg_of[deps[0]], reg_of[deps[1]]
+            k.instrs.append(Instr(op, 'void', (reg_of[deps[0]], reg_of[deps[1]]), literal=n))
+        elif op == 'call_result':
+            n = target_of[records[deps[0]][4][2]][0]
+            k.calls[n].results[lit] = reg
+            k.instrs.append(Instr(op, tname, literal=lit, extra=n))
         elif op == 'loop_output':
             end = records[deps[0]]
             phi = end[4][2 + lit]
@@ -157,27 +202,61 @@ def assemble(backend, outputs, records, size, optimize_loops=True):
     return k, Layout(sources, out_slots)
 
 
+def _merge_targets(records, order):
+    """Targets of a call whose code is the same (the same instructions on the same values
+    from outside) run one copy of it: returns the order without the copies, and for each
+    dropped target's call_start the call_start whose code it runs."""
+    index = {p: i for i, p in enumerate(order)}
+    drop, code_of = set(), {}
+    for r in records:
+        if TRACE_OPS[r[1]] != 'call':
+            continue
+        seen = {}
+        for end in r[4][2:]:
+            start = records[end][4][0]
+            block = order[index[start]:index[end] + 1]
+            local = {p: i for i, p in enumerate(block)}
+            sig = tuple((q[1], q[2], q[3] == 1, q[5] if j else 0, q[6],
+                         tuple(('i', local[d]) if d in local else ('o', d) for d in q[4]))
+                        for j, q in enumerate(records[p] for p in block))
+            if sig in seen:
+                code_of[start] = seen[sig]
+                drop.update(block)
+            else:
+                seen[sig] = start
+    return [p for p in order if p not in drop], code_of
+
+
 def _loop_order(records):
     """Record positions with each loop's body gathered between its loop_start and loop_end,
     the test first. The topological order already has every operand of a loop (inside or
     outside) before its loop_end, so the body moves there as a block, nested loops inside."""
-    if not any(r[7] >= 0 for r in records):
+    if not any(TRACE_OPS[r[1]] in ('loop_end', 'call') for r in records):
         return list(range(len(records)))
     members = {}
     for pos, r in enumerate(records):
         members.setdefault(r[7], []).append(pos)
     out = []
 
+    def block(end):
+        start = records[end][4][0]
+        out.append(start)
+        emit(start)
+        out.append(end)
+
     def emit(scope):
         for pos in members.get(scope, ()):
             op = TRACE_OPS[records[pos][1]]
-            if op == 'loop_start':
-                continue                      # comes with its loop_end
+            if op in ('loop_start', 'call_start', 'call_end'):
+                continue                      # comes with its loop_end / call
             if op == 'loop_end':
-                start = records[pos][4][0]
-                out.append(start)
-                emit(start)
-            out.append(pos)
+                block(pos)
+            elif op == 'call':
+                for end in records[pos][4][2:]:
+                    block(end)
+                out.append(pos)
+            else:
+                out.append(pos)
 
     emit(-1)
     return out

@@ -26,6 +26,16 @@ ARITY = {
     'loop_output': 1,  # a state variable after the loop (operand: its phi)
 }
 LOOP_OPS = ('loop_start', 'loop_phi', 'loop_cond', 'loop_end', 'loop_output')
+ARITY.update({
+    # Symbolic calls (Kernel.calls[literal] describes call number `literal`; extra: target):
+    'call_start': 0,   # the code of one target begins
+    'call_arg': 1,     # an argument inside the target (operand: the caller's value)
+    'call_mask': 0,    # the lanes that run the target
+    'call_end': 0,     # the target's code ends (its outputs: Kernel.calls)
+    'call': 2,         # the call site: selector (target keys, 0 = none) and active lanes
+    'call_result': 0,  # output `literal` of call `extra`
+})
+CALL_OPS = ('call_start', 'call_arg', 'call_mask', 'call_end', 'call', 'call_result')
 
 # Trace-graph ops that become something else during assembly.
 ASSEMBLY_ONLY = {'data'}

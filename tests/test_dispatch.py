@@ -206,9 +206,9 @@ def test_methods_of_subclasses_and_python_results(mode):
     assert v.numpy().tolist() == [0, 2, 0, 6, 5, 0, 12, 0]
 
 
-def test_targets_with_equal_results_are_merged():
-    # Instances that compute the same thing (equal attributes) share one select, found by
-    # one table lookup: the kernel does not grow with their number (MergeFunctions).
+def test_targets_with_the_same_code_are_merged():
+    # Instances whose code is the same (same instructions on the same values: here, equal
+    # attributes) run one copy of it (MergeFunctions): the kernel does not grow with them.
     class Same(pbc.Object):
         def __init__(self, k):
             self.k = k
@@ -216,17 +216,47 @@ def test_targets_with_equal_results_are_merged():
         def f(self, x):
             return x * self.k + 1
 
-    def ir_ops(count, merge=True):
+    def kernel(count, merge=True):
         objs = [Same(k % 2 + 2) for k in range(count)]
         ptrs = Ptr[Same]([objs[k % count] for k in range(40)])
         x = Float(np.arange(40, dtype=np.float32))
         with pbc.scoped_set_flag(pbc.JitFlag.MergeFunctions, merge):
             y = ptrs.f(x)
-        ref = [(k % 40 % count % 2 + 2) * k + 1 for k in range(40)]
-        pbc.schedule(y)
-        kernel, = pbc.evaluate.take_kernels()
-        pbc.eval(y)
-        assert y.numpy().tolist() == ref
-        return kernel.ir_ops
+            pbc.schedule(y)
+            k, = pbc.evaluate.take_kernels()
+            assert y.numpy().tolist() == [(k % count % 2 + 2) * k + 1 for k in range(40)]
+        return k
 
-    assert ir_ops(4) == ir_ops(30) < ir_ops(30, merge=False)
+    k4, k30, k30_all = kernel(4), kernel(30), kernel(30, merge=False)
+    assert len(set(k30.calls[0].code)) == 2 and len(set(k30_all.calls[0].code)) == 30
+    assert k4.ir_ops == k30.ir_ops < k30_all.ir_ops
+
+
+@pytest.mark.parametrize('mode', MODES)
+def test_loop_inside_a_target(mode):
+    class Doubler(pbc.Object):
+        def __init__(self, n):
+            self.n = n
+
+        def f(self, x):
+            return pbc.while_loop((UInt32(0), x), lambda i, x: i < self.n,
+                                  lambda i, x: (i + 1, x * 2))[1]
+
+    objs = [Doubler(1), Doubler(3), Doubler(0)]
+    ptrs = Ptr[Doubler]([objs[k % 3] for k in range(7)])
+    r = pbc.dispatch(ptrs, lambda o, x: o.f(x), Float(np.arange(7, dtype=np.float32)),
+                     mode=mode)
+    assert r.numpy().tolist() == [k * 2 ** [1, 3, 0][k % 3] for k in range(7)]
+
+
+def test_symbolic_call_runs_targets_by_branching():
+    # One switch over the targets present among a vector's lanes, not every target for
+    # every lane: the IR has a switch and a block per (distinct) target.
+    idx = UInt32(np.arange(40, dtype=np.uint32) % 3)
+    y = pbc.switch(idx, [lambda x: x + 1, lambda x: x * 3, lambda x: x + 1], Float(1))
+    pbc.schedule(y)
+    kernel, = pbc.evaluate.take_kernels()
+    from pbc.backend.llvm_render import render
+    ir = render(kernel, 8)
+    assert 'switch i32' in ir and ir.count('label %C0.t0') == 2       # targets 0, 2 merged
+    assert y.numpy().tolist() == [[2, 3, 2][k % 3] for k in range(40)]

@@ -97,6 +97,16 @@ def op_cases(rng):
             (a,), m, lambda x: pbc.while_loop((UInt32(0), x), lambda i, y: i < 3,
                                               lambda i, y: (i + 1, pbc.select(m, b, y)))[1],
             lambda x: x))
+        # A call of two targets with results of this type (and one target merged).
+        which = UInt32(rng.integers(0, 4, N).astype(np.uint32))
+        add(f'{t}_call', lambda a=a, b=b, m=m, which=which: pbc.switch(
+            which, [lambda x: x, lambda x: pbc.select(m, b, x), lambda x: x], a))
+        if t == 'uint32':            # a side effect in a target: masked by its lanes
+            def counted(x, a=a):
+                pbc.scatter_add(pbc.zeros(UInt32, 4), 1, x % 4)
+                return x
+            add(f'{t}_call_scatter', lambda a=a, which=which: pbc.switch(
+                which, [counted, lambda x: x + 1], a))
         idx = UInt32(rng.integers(0, 8, N).astype(np.uint32))
         add(f'{t}_gather', lambda T=T, src=src, idx=idx, m=m: pbc.gather(T, src, idx, m))
         reductions = {'b': ('none', 'and', 'or'), 'i': ('none', 'add', 'min', 'max', 'and', 'or'),

@@ -8,7 +8,7 @@ Template lines that start with 'declare' are hoisted to the module.
 
 import struct
 
-from ..ops import ARITY, COMPARISONS, LOOP_OPS, TYPE_NAMES
+from ..ops import ARITY, CALL_OPS, COMPARISONS, LOOP_OPS, TYPE_NAMES
 
 SCALAR = {'bool': 'i1', 'int32': 'i32', 'uint32': 'i32', 'int64': 'i64', 'uint64': 'i64',
           'float32': 'float', 'float64': 'double', 'ptr': 'ptr'}
@@ -105,7 +105,7 @@ for _op, (_f, _s, _u) in {'eq': ('oeq', 'eq', 'eq'), 'ne': ('une', 'ne', 'ne'),
 
 # Ops rendered by methods below rather than by a one-line template.
 SPECIAL = frozenset(('literal', 'counter', 'load', 'load1', 'ptr', 'store', 'cast',
-                     'bitcast', 'gather', 'scatter', 'print', *LOOP_OPS))
+                     'bitcast', 'gather', 'scatter', 'print', *LOOP_OPS, *CALL_OPS))
 assert set(TEMPLATES) | set(SPECIAL) == set(ARITY), 'LLVM renderer misses ops'
 
 _COMPARE = frozenset(COMPARISONS)
@@ -138,6 +138,7 @@ class _Renderer:
         self.names = []          # register -> operand text
         self.snames = {}         # uniform register -> its scalar operand text
         self.loop_phis = {}      # loop number -> (preheader block, [(line, phi register)])
+        self.call_state = {}     # call number -> (preheader, phi lines, [(block, outputs)])
         self.decls = {}
         self.typed = {}
         self.specialized = {}
@@ -512,6 +513,77 @@ class _Renderer:
 
     def op_loop_output(self, ins, r, reg):
         self.names[reg] = self.names[ins.args[0]]
+
+    # ---- symbolic calls: while lanes are left, take the first one's target (a switch),
+    # run that target for all lanes that select it, merge its outputs ----
+    def op_call_start(self, ins, r, reg):
+        n, t = ins.literal, ins.extra
+        if t == 0:
+            self.call_head(n, self.k.calls[n])
+        self.label(f'C{n}.t{t}')
+
+    def call_head(self, n, call):
+        M, W, c = self.masks, self.W, f'%C{n}'
+        I = f'i{W}'
+        pre = self.block
+        self.body.append(f'  {c}.rem0 = and {M} {self.names[call.active]}, %active')
+        self.body.append(f'  br label {c}.head')
+        self.label(f'C{n}.head')
+        lines = [len(self.body)]
+        self.body.append(None)                        # the lanes left (filled at `call`)
+        for _ in call.results:
+            lines.append(len(self.body))
+            self.body.append(None)                    # an output so far
+        self.decls[f'declare {I} @llvm.cttz.{I}({I}, i1)'] = None
+        sel = self.names[call.selector]
+        V = self.vec('i32')
+        self.body += [f'  {c}.bits = bitcast {M} {c}.rem to {I}',
+                      f'  {c}.any = icmp ne {I} {c}.bits, 0',
+                      f'  br i1 {c}.any, label {c}.pick, label {c}.exit']
+        self.label(f'C{n}.pick')
+        cases = ' '.join(f'i32 {scalar_constant("uint32", key)}, label {c}.t{code}'
+                         for key, code in zip(call.keys, call.code))
+        self.body += [f'  {c}.lane = call {I} @llvm.cttz.{I}({I} {c}.bits, i1 true)',
+                      f'  {c}.key = extractelement {V} {sel}, {I} {c}.lane']
+        self.splat_to(f'{c}.keys', 'i32', f'{c}.key')
+        self.body += [f'  {c}.same = icmp eq {V} {sel}, {c}.keys',
+                      f'  {c}.m = and {M} {c}.same, {c}.rem',
+                      f'  switch i32 {c}.key, label {c}.merge [ {cases} ]']
+        self.call_state[n] = (pre, lines, [])
+
+    def op_call_arg(self, ins, r, reg):
+        self.names[reg] = self.names[ins.args[0]]
+
+    def op_call_mask(self, ins, r, reg):
+        self.names[reg] = f'%C{ins.literal}.m'
+
+    def op_call_end(self, ins, r, reg):
+        n, t = ins.literal, ins.extra
+        outputs = self.k.calls[n].outputs[t]
+        self.call_state[n][2].append((self.block, [self.names[o] for o in outputs]))
+        self.body.append(f'  br label %C{n}.merge')
+
+    def op_call(self, ins, r, reg):
+        n, call, c, M = ins.literal, self.k.calls[ins.literal], f'%C{ins.literal}', self.masks
+        pre, lines, preds = self.call_state.pop(n)
+        self.label(f'C{n}.merge')
+        types = [self.vec(SCALAR[self.k.instrs[o].type]) for o in call.outputs[0]]
+        for k, T in enumerate(types):                 # phis first: a block starts with them
+            incoming = ', '.join(f'[ {outs[k]}, %{block} ]' for block, outs in preds)
+            self.body.append(f'  {c}.v{k} = phi {T} {incoming}, [ zeroinitializer, {c}.pick ]')
+        for k, T in enumerate(types):
+            self.body.append(f'  {c}.n{k} = select {M} {c}.m, {T} {c}.v{k}, {T} {c}.o{k}')
+            self.body[lines[k + 1]] = (f'  {c}.o{k} = phi {T} [ zeroinitializer, %{pre} ], '
+                                       f'[ {c}.n{k}, {c}.merge ]')
+        self.body += [f'  {c}.done = xor {M} {c}.m, {self.const("bool", 1)}',
+                      f'  {c}.rem1 = and {M} {c}.rem, {c}.done',
+                      f'  br label {c}.head']
+        self.body[lines[0]] = (f'  {c}.rem = phi {M} [ {c}.rem0, %{pre} ], '
+                               f'[ {c}.rem1, {c}.merge ]')
+        self.label(f'C{n}.exit')
+
+    def op_call_result(self, ins, r, reg):
+        self.names[reg] = f'%C{ins.extra}.o{ins.literal}'
 
     def op_print(self, ins, r, reg):
         """printf for each active lane, in lane order (the launch keeps blocks serial)."""

@@ -15,7 +15,7 @@ Entry ABI: kernel(.param .u64 params, .param .u64 size); params points to the ar
 64-bit slots (buffer addresses and element counts) that the CPU backend also uses.
 """
 
-from ..ops import ARITY, COMPARISONS, LOOP_OPS, TYPE_NAMES
+from ..ops import ARITY, CALL_OPS, COMPARISONS, LOOP_OPS, TYPE_NAMES
 
 HEADER = '.version 7.0\n.target sm_80\n.address_size 64\n'
 # CUDA's device printf: a format string and a buffer of C-vararg-packed values.
@@ -180,7 +180,7 @@ for _op in COMPARISONS:
 
 # Ops rendered by methods below rather than by a template.
 SPECIAL = ('literal', 'counter', 'load', 'load1', 'ptr', 'store', 'cast', 'bitcast',
-           'gather', 'scatter', 'print', *LOOP_OPS)
+           'gather', 'scatter', 'print', *LOOP_OPS, *CALL_OPS)
 assert set(TEMPLATES) | set(SPECIAL) == set(ARITY), 'PTX renderer misses ops'
 
 REDUCE = ('none', 'add', 'min', 'max', 'and', 'or')
@@ -506,6 +506,47 @@ class _Renderer:
 
     def op_loop_output(self, ins, r, reg):
         self.names[reg] = self.names[ins.args[0]]
+
+    # ---- symbolic calls: each thread runs the one target its lane selects ----
+    def op_call_start(self, ins, r, reg):
+        n, t = ins.literal, ins.extra
+        call = self.k.calls[n]
+        if t == 0:
+            for res in call.results:
+                if res >= 0:
+                    typ = self.k.instrs[res].type
+                    self.move(typ, PREFIX[typ] + str(res), '0')
+        p, q = f'%C{n}_p{t}', f'%C{n}_q{t}'
+        self.decl('pred', p)
+        self.decl('pred', q)
+        self.body.append(f'  mov.pred {p}, 0;')
+        for key, code in zip(call.keys, call.code):       # all keys that run this code
+            if code == t:
+                self.body += [f'  setp.eq.u32 {q}, {self.names[call.selector]}, '
+                              f'{constant("uint32", key)};', f'  or.pred {p}, {p}, {q};']
+        self.body += [f'  and.pred {p}, {p}, {self.names[call.active]};',
+                      f'  @!{p} bra $C{n}_s{t};']
+
+    def op_call_arg(self, ins, r, reg):
+        self.names[reg] = self.names[ins.args[0]]
+
+    def op_call_mask(self, ins, r, reg):
+        self.names[reg] = f'%C{ins.literal}_p{ins.extra}'
+
+    def op_call_end(self, ins, r, reg):
+        n, t = ins.literal, ins.extra
+        call = self.k.calls[n]
+        for res, out in zip(call.results, call.outputs[t]):
+            if res >= 0:
+                typ = self.k.instrs[res].type
+                self.move(typ, PREFIX[typ] + str(res), self.names[out])
+        self.body.append(f'$C{n}_s{t}:')
+
+    def op_call(self, ins, r, reg):
+        pass                               # the targets ran at their own positions
+
+    def op_call_result(self, ins, r, reg):
+        pass                               # written by each target's call_end
 
     def op_print(self, ins, r, reg):
         """vprintf for each active lane (in no particular lane order, unlike the CPU)."""
