@@ -209,14 +209,14 @@ def _symbolic(selector, active, targets, args, what):
     for the lanes (and vectors) that select it."""
     width = len(selector)
     arrays, build = flatten(args)
-    literal_args = flag(JitFlag.OptimizeCalls)
-    ends, first, types = [], None, None
+    optimize = flag(JitFlag.OptimizeCalls)
+    ends, first, types, outs = [], None, None, []
     try:
         for key, fn, obj in targets:
             start = _runtime.call_begin(key, width, selector._backend_code)
             try:
                 # Literal arguments go in as they are: the target folds them (OptimizeCalls).
-                inner = [a if literal_args and a.state == 'literal' else
+                inner = [a if optimize and a.state == 'literal' else
                          _runtime.wrap_index(type(a), _runtime.call_arg(start, a))
                          for a in arrays]
                 _runtime.call_mask(start)
@@ -239,13 +239,21 @@ def _symbolic(selector, active, targets, args, what):
             except BaseException:
                 _runtime.call_abort(start)
                 raise
+            outs.append(leaves)
             ends.append(_runtime.call_end(start, [x.index for x in leaves]))
     except BaseException:
         for end in ends:
             _runtime.dec_ref(end)
         raise
     ids = _runtime.call_site(selector, active, ends, [t.Type for t in types])
-    return flatten(first)[1]([_runtime.wrap_index(t, i) for t, i in zip(types, ids)])
+    results = [_runtime.wrap_index(t, i) for t, i in zip(types, ids)]
+    if optimize:
+        # An output that every target computes alike (the same variable, computed outside
+        # the targets) needs no call: the call's copy is dropped with its code.
+        for k, leaf in enumerate(outs[0]):
+            if all(o[k].index == leaf.index for o in outs):
+                results[k] = select(active, leaf, 0)
+    return flatten(first)[1](results)
 
 
 def _as_arrays(r, like):

@@ -43,7 +43,8 @@ def take_kernels(backend='llvm'):
     roots, groups = _runtime.take_groups()
     try:
         return [assemble(backend, outputs, _runtime.group_records(ids), size,
-                         flag(JitFlag.OptimizeLoops), flag(JitFlag.MergeFunctions))[0]
+                         flag(JitFlag.OptimizeLoops), flag(JitFlag.MergeFunctions),
+                         flag(JitFlag.OptimizeCalls))[0]
                 for _, size, outputs, _, ids in groups]
     finally:
         _runtime.release_roots(roots)
@@ -53,16 +54,15 @@ def _run_group(backend_code, size, outputs, ids):
     be = _backend(backend_code)
     t0 = time.perf_counter()
     key, leaves = _runtime.group_summary(ids, size, outputs)
-    optimize_loops, merge = flag(JitFlag.OptimizeLoops), flag(JitFlag.MergeFunctions)
-    key = (key, size >= STREAMING_LANES, optimize_loops, merge)   # what else assembly reads
+    options = (flag(JitFlag.OptimizeLoops), flag(JitFlag.MergeFunctions),
+               flag(JitFlag.OptimizeCalls))
+    key = (key, size >= STREAMING_LANES, options)       # what else assembly reads
     entry = be.lookup(key)
-    removed = 0
     if entry is None:
         kernel, layout = assemble(be.name, outputs, _runtime.group_records(ids), size,
-                                  optimize_loops, merge)
+                                  *options)
         entry = be.compile(kernel, layout, key)
         hit, backend_time = entry.cache_hit, entry.backend_time
-        removed = kernel.removed_state
     else:
         hit, backend_time = 'memory', 0.0
     if flag(JitFlag.PrintIR):
@@ -91,7 +91,7 @@ def _run_group(backend_code, size, outputs, ids):
         _history.append(dict(backend=be.name, hash=entry.hash, ir_ops=entry.ir_ops, size=size,
                              cache_hit=hit, codegen_time=codegen_time,
                              backend_time=backend_time, execution_time=exec_time,
-                             outputs=len(outputs), loop_state_removed=removed))
+                             outputs=len(outputs), **entry.stats))
     if config.DEBUG:
         log.debug('pbc: launched %s kernel %s: %d lanes, %d ops, cache %s, codegen %.3f ms, '
                   'backend %.3f ms, run %.3f ms', be.name, entry.hash[:12], size, entry.ir_ops,

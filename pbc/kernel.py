@@ -64,6 +64,7 @@ class Kernel:
     # is computed from them alone, including loop counters): backends may keep them scalar.
     uniform: frozenset = frozenset()
     removed_state: int = 0     # loop state variables dropped as never read (OptimizeLoops)
+    removed_outputs: int = 0   # call outputs dropped as never read (OptimizeCalls)
 
     @property
     def ir_ops(self):
@@ -71,6 +72,14 @@ class Kernel:
 
     def uses(self, op):
         return any(i.op == op for i in self.instrs)
+
+    def stats(self):
+        """What assembly optimized, for kernel_history()."""
+        return dict(loop_state_removed=self.removed_state,
+                    call_outputs_removed=self.removed_outputs,
+                    call_targets=sum(len(c.keys) for c in self.calls),
+                    call_targets_merged=sum(len(c.keys) - len(set(c.code))
+                                            for c in self.calls))
 
 
 @dataclass
@@ -95,7 +104,8 @@ UNIFORM_OPS = frozenset(ARITY) - {'counter', 'load', 'ptr', 'store', 'gather', '
                                   'print', 'cast', 'bitcast', *LOOP_OPS, *CALL_OPS}
 
 
-def assemble(backend, outputs, records, size, optimize_loops=True, merge_functions=True):
+def assemble(backend, outputs, records, size, optimize_loops=True, merge_functions=True,
+             optimize_calls=True):
     """Builds a Kernel (and its parameter Layout) for `size` lanes from node records in
     topological order (see _runtime.group_records). With `optimize_loops`, loop state that
     nothing reads after the loop and that does not feed the loop test or side effects is
@@ -110,8 +120,8 @@ def assemble(backend, outputs, records, size, optimize_loops=True, merge_functio
         return len(k.params) - 1
 
     order = _loop_order(records)
-    if len(order) > 1 and any(TRACE_OPS[r[1]] == 'loop_end' for r in records):
-        live = _live(records, outputs, optimize_loops)
+    if len(order) > 1 and any(TRACE_OPS[r[1]] in ('loop_end', 'call') for r in records):
+        live = _live(records, outputs, optimize_loops, optimize_calls)
         k.removed_state = sum(1 for p in order if TRACE_OPS[records[p][1]] == 'loop_phi'
                               and p not in live)
         order = [p for p in order if p in live]
@@ -171,7 +181,7 @@ def assemble(backend, outputs, records, size, optimize_loops=True, merge_functio
             k.instrs.append(Instr(op, tname, (reg_of[deps[1]],), literal=target_of[deps[0]][0]))
         elif op == 'call_end':
             n, t = target_of[pos]
-            k.calls[n].outputs[t] = [reg_of[o] for o in deps[1:1 + lit]]
+            k.calls[n].outputs[t] = [reg_of.get(o, -1) for o in deps[1:1 + lit]]
             k.instrs.append(Instr(op, 'void', literal=n, extra=t))
         elif op == 'call':
             n = target_of[deps[2]][0]
@@ -198,6 +208,8 @@ def assemble(backend, outputs, records, size, optimize_loops=True, merge_functio
         slot = add_param('out', tname, (-1, n))
         k.instrs.append(Instr('store', 'void', (reg,), slot=slot))
         out_slots.append((slot, tname))
+    if optimize_calls:
+        k.removed_outputs = sum(call.results.count(-1) for call in k.calls)
     _find_uniform(k)
     return k, Layout(sources, out_slots)
 
@@ -262,21 +274,21 @@ def _loop_order(records):
     return out
 
 
-def _live(records, outputs, optimize):
-    """Positions that the outputs and side effects need. A loop's state variable counts as
-    needed only if the loop test, the loop's side effects, a needed state variable or the
-    code after the loop reads it."""
+def _live(records, outputs, optimize_loops, optimize_calls):
+    """Positions that the outputs and side effects need. With optimize_loops, a loop's state
+    variable counts as needed only if the loop test, the loop's side effects, a needed state
+    variable or the code after the loop reads it; with optimize_calls, a call's output only
+    if the code after the call reads it."""
     ends = {}
     for r in records:
         if TRACE_OPS[r[1]] == 'loop_end':
             n, deps = r[5], r[4]
             for j in range(n):
                 ends[deps[2 + j]] = deps[2 + n + j]          # phi -> its update
-    if not optimize:
-        return set(range(len(records)))
     ids = set(outputs)
-    stack = [p for p, r in enumerate(records)
-             if r[0] in ids or (r[2] == 0 and r[7] < 0)]     # outputs, top-level effects
+    structure = ('loop_start', 'call_start', 'call_end')
+    stack = [p for p, r in enumerate(records)                # outputs, top-level effects
+             if r[0] in ids or (r[2] == 0 and r[7] < 0 and TRACE_OPS[r[1]] not in structure)]
     live = set()
     while stack:
         p = stack.pop()
@@ -285,12 +297,21 @@ def _live(records, outputs, optimize):
         live.add(p)
         r = records[p]
         op, deps = TRACE_OPS[r[1]], r[4]
-        if op == 'loop_end':
+        if op == 'loop_end' and optimize_loops:
             stack += [deps[0], deps[1], *deps[2 + 2 * r[5]:]]
-        elif op == 'loop_output':
+        elif op == 'loop_output' and optimize_loops:
             stack += [deps[0], records[deps[0]][4][2 + r[5]]]
-        elif op == 'loop_phi':
+        elif op == 'loop_phi' and optimize_loops:
             stack += [*deps, ends[p]]
+        elif op == 'call' and optimize_calls:
+            stack += deps[:2]
+            for end in deps[2:]:                             # targets: side effects only
+                live.add(end)
+                e = records[end][4]
+                stack += [e[0], *e[1 + records[end][5]:]]
+        elif op == 'call_result' and optimize_calls:
+            stack.append(deps[0])
+            stack += [records[end][4][1 + r[5]] for end in records[deps[0]][4][2:]]
         else:
             stack += deps
     return live

@@ -260,3 +260,39 @@ def test_symbolic_call_runs_targets_by_branching():
     ir = render(kernel, 8)
     assert 'switch i32' in ir and ir.count('label %C0.t0') == 2       # targets 0, 2 merged
     assert y.numpy().tolist() == [[2, 3, 2][k % 3] for k in range(40)]
+
+
+def test_call_optimizations():
+    # An output nobody reads is removed with its code; an output all targets compute alike
+    # (from values outside the call) comes out of the call; a literal argument folds inside
+    # the targets.
+    offset = Float(np.arange(20, dtype=np.float32)) + 1
+
+    class Part(pbc.Object):
+        def __init__(self, k):
+            self.k = k
+
+        def f(self, x, scale):
+            return x * self.k * scale, pbc.sqrt(x) + self.k, offset * 1.0
+
+    objs = [Part(2), Part(3)]
+    ptrs = Ptr[Part]([objs[k % 2] for k in range(20)])
+    x = Float(np.arange(20, dtype=np.float32))
+    with pbc.scoped_set_flag(pbc.JitFlag.KernelHistory):
+        pbc.kernel_history_clear()
+        a, _unused, same = ptrs.f(x, 2.0)
+        pbc.eval(a, same)
+        rec = pbc.kernel_history()[-1]
+    assert a.numpy().tolist() == [k * (k % 2 + 2) * 2 for k in range(20)]
+    assert same.numpy().tolist() == [k + 1 for k in range(20)]
+    del _unused
+    assert rec['call_outputs_removed'] == 2 and rec['call_targets'] == 2
+
+    with pbc.scoped_set_flag(pbc.JitFlag.OptimizeCalls, False):
+        pbc.kernel_history_clear()
+        with pbc.scoped_set_flag(pbc.JitFlag.KernelHistory):
+            a2, u2, same2 = ptrs.f(x, 2.0)
+            pbc.eval(a2, same2)
+            rec2 = pbc.kernel_history()[-1]
+    assert a2.numpy().tolist() == a.numpy().tolist()
+    assert rec2['call_outputs_removed'] == 0 and rec2['ir_ops'] > rec['ir_ops']

@@ -23,6 +23,7 @@ class CompiledKernel(NamedTuple):
     ir: str
     cache_hit: str         # how the first request for it was served
     backend_time: float    # LLVM compile (or cache load) time
+    stats: dict = {}       # what assembly optimized (Kernel.stats())
 
 
 WIDE_LIMIT = 500              # instructions, for two-register vectors (see lanes())
@@ -101,7 +102,7 @@ class LLVMBackend:
                            .export_symbol('kernel').link(self.jit, f'pbc_kernel_{self.counter}'))
             loaded = self.memory[key] = (tracker, tracker['kernel'])
         entry = CompiledKernel(loaded[1], layout, key, kernel.ir_ops, kernel.uses('print'),
-                               text, hit, time.perf_counter() - t1)
+                               text, hit, time.perf_counter() - t1, kernel.stats())
         self.groups[group_key] = entry
         return entry
 

@@ -531,9 +531,9 @@ class _Renderer:
         self.label(f'C{n}.head')
         lines = [len(self.body)]
         self.body.append(None)                        # the lanes left (filled at `call`)
-        for _ in call.results:
+        for res in call.results:
             lines.append(len(self.body))
-            self.body.append(None)                    # an output so far
+            self.body.append(None if res >= 0 else '')    # an output so far (if used)
         self.decls[f'declare {I} @llvm.cttz.{I}({I}, i1)'] = None
         sel = self.names[call.selector]
         V = self.vec('i32')
@@ -560,18 +560,20 @@ class _Renderer:
     def op_call_end(self, ins, r, reg):
         n, t = ins.literal, ins.extra
         outputs = self.k.calls[n].outputs[t]
-        self.call_state[n][2].append((self.block, [self.names[o] for o in outputs]))
+        self.call_state[n][2].append((self.block, [self.names[o] if o >= 0 else None
+                                                   for o in outputs]))
         self.body.append(f'  br label %C{n}.merge')
 
     def op_call(self, ins, r, reg):
         n, call, c, M = ins.literal, self.k.calls[ins.literal], f'%C{ins.literal}', self.masks
         pre, lines, preds = self.call_state.pop(n)
         self.label(f'C{n}.merge')
-        types = [self.vec(SCALAR[self.k.instrs[o].type]) for o in call.outputs[0]]
-        for k, T in enumerate(types):                 # phis first: a block starts with them
+        types = {k: self.vec(SCALAR[self.k.instrs[res].type])
+                 for k, res in enumerate(call.results) if res >= 0}
+        for k, T in types.items():                    # phis first: a block starts with them
             incoming = ', '.join(f'[ {outs[k]}, %{block} ]' for block, outs in preds)
             self.body.append(f'  {c}.v{k} = phi {T} {incoming}, [ zeroinitializer, {c}.pick ]')
-        for k, T in enumerate(types):
+        for k, T in types.items():
             self.body.append(f'  {c}.n{k} = select {M} {c}.m, {T} {c}.v{k}, {T} {c}.o{k}')
             self.body[lines[k + 1]] = (f'  {c}.o{k} = phi {T} [ zeroinitializer, %{pre} ], '
                                        f'[ {c}.n{k}, {c}.merge ]')
