@@ -210,10 +210,12 @@ def _symbolic(selector, active, targets, args, what):
     width = len(selector)
     arrays, build = flatten(args)
     optimize = flag(JitFlag.OptimizeCalls)
+    closure = _closure_data(selector, targets)
     ends, first, types, outs = [], None, None, []
     try:
         for key, fn, obj in targets:
             start = _runtime.call_begin(key, width, selector._backend_code)
+            saved = _swap_attributes(obj, closure)
             try:
                 # Literal arguments go in as they are: the target folds them (OptimizeCalls).
                 inner = [a if optimize and a.state == 'literal' else
@@ -239,6 +241,8 @@ def _symbolic(selector, active, targets, args, what):
             except BaseException:
                 _runtime.call_abort(start)
                 raise
+            finally:
+                _swap_attributes(obj, saved)
             outs.append(leaves)
             ends.append(_runtime.call_end(start, [x.index for x in leaves]))
     except BaseException:
@@ -254,6 +258,48 @@ def _symbolic(selector, active, targets, args, what):
             if all(o[k].index == leaf.index for o in outs):
                 results[k] = select(active, leaf, 0)
     return flatten(first)[1](results)
+
+
+def _closure_data(selector, targets):
+    """Instance attributes that are width-1 JIT arrays, as closure data: per attribute name
+    (and type), a table of every target's value, read per lane at the lane's target's
+    slot. Reading them so makes the code of instances that differ only in these values
+    the same code (which MergeFunctions then shares). Returns {name: per-lane value}."""
+    objs = [obj for _, _, obj in targets if isinstance(obj, Object)]
+    if len(objs) < 2:
+        return {}
+    found = {}
+    for obj in objs:
+        for name, v in getattr(obj, '__dict__', {}).items():
+            if isinstance(v, ArrayBase) and len(v) == 1:
+                found.setdefault(name, []).append(v)
+    found = {n: vs for n, vs in found.items()
+             if len(vs) == len(objs) and len({type(v) for v in vs}) == 1}
+    if not found:
+        return {}
+    keys = [obj.pbc_id for obj in objs]
+    if max(keys) >= 1 << 16:
+        return {}
+    table = np.zeros(max(keys) + 1, dtype=np.uint32)
+    table[keys] = np.arange(len(keys), dtype=np.uint32)
+    U = _runtime.class_for(selector, 'uint32')
+    slot = gather(U, U(table), selector)              # each lane's instance, numbered
+    out = {}
+    for name, vs in found.items():
+        T = type(vs[0])
+        values = T(np.concatenate([v.numpy() for v in vs]))
+        out[name] = gather(T, values, slot)
+    return out
+
+
+def _swap_attributes(obj, values):
+    """Sets obj's attributes to `values` ({name: value}); returns the old ones."""
+    old = {}
+    if isinstance(obj, Object):
+        for name, v in values.items():
+            old[name] = obj.__dict__[name]
+            obj.__dict__[name] = v
+    return old
 
 
 def _as_arrays(r, like):

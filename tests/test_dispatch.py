@@ -296,3 +296,25 @@ def test_call_optimizations():
             rec2 = pbc.kernel_history()[-1]
     assert a2.numpy().tolist() == a.numpy().tolist()
     assert rec2['call_outputs_removed'] == 0 and rec2['ir_ops'] > rec['ir_ops']
+
+
+def test_instances_of_a_class_share_code_through_closure_data():
+    # Attributes that are JIT arrays are read per lane from a table (closure data), so
+    # instances that differ only in their values run one copy of the code.
+    class Lens(pbc.Object):
+        def __init__(self, k):
+            self.k = Float(k)
+
+        def f(self, x):
+            return x * self.k + 1
+
+    objs = [Lens(k) for k in range(12)]
+    ptrs = Ptr[Lens]([objs[k % 12] for k in range(50)])
+    x = Float(np.arange(50, dtype=np.float32))
+    with pbc.scoped_set_flag(pbc.JitFlag.KernelHistory):
+        pbc.kernel_history_clear()
+        y = ptrs.f(x)
+        assert y.numpy().tolist() == [k * (k % 12) + 1 for k in range(50)]
+        rec = pbc.kernel_history()[-1]
+    assert rec['call_targets'] == 12 and rec['call_targets_merged'] == 11
+    assert all(type(o.k) is Float and o.k.numpy().tolist() == [k] for k, o in enumerate(objs))
