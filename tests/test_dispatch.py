@@ -318,3 +318,29 @@ def test_instances_of_a_class_share_code_through_closure_data():
         rec = pbc.kernel_history()[-1]
     assert rec['call_targets'] == 12 and rec['call_targets_merged'] == 11
     assert all(type(o.k) is Float and o.k.numpy().tolist() == [k] for k, o in enumerate(objs))
+
+
+class Affine(pbc.Object):
+    def __init__(self, a, b):
+        self.a, self.b = Float(a), Float(b)      # closure data
+
+    def eval(self, x):
+        return pbc.fma(x, self.a, self.b)
+
+
+AFFINE = [Affine(k * 0.5, 1 - k) for k in range(6)]
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.integers(-1, len(AFFINE) - 1), min_size=1, max_size=45),
+       st.sampled_from(MODES), st.booleans())
+def test_random_patterns_with_closure_data(picks, mode, merge):
+    objs = [None if p < 0 else AFFINE[p] for p in picks]
+    xs = np.linspace(-3, 3, len(picks), dtype=np.float32)
+    with pbc.scoped_set_flag(pbc.JitFlag.MergeFunctions, merge):
+        y = pbc.dispatch(Ptr[Affine](objs), lambda o, x: o.eval(x),
+                         Float(xs), mode=mode)
+        got = y.numpy()
+    ref = [0 if o is None else np.float32(x) * np.float32(o.a.numpy()[0])
+           + np.float32(o.b.numpy()[0]) for o, x in zip(objs, xs)]
+    np.testing.assert_allclose(got, np.array(ref, dtype=np.float32), rtol=1e-6, atol=1e-6)
