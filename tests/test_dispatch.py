@@ -251,7 +251,7 @@ def test_loop_inside_a_target(mode):
 
 def test_symbolic_call_runs_targets_by_branching():
     # One switch over the targets present among a vector's lanes, not every target for
-    # every lane: the IR has a switch and a block per (distinct) target.
+    # every lane: the IR has a switch and a function per (distinct) target.
     idx = UInt32(np.arange(40, dtype=np.uint32) % 3)
     y = pbc.switch(idx, [lambda x: x + 1, lambda x: x * 3, lambda x: x + 1], Float(1))
     pbc.schedule(y)
@@ -259,6 +259,7 @@ def test_symbolic_call_runs_targets_by_branching():
     from pbc.backend.llvm_render import render
     ir = render(kernel, 8)
     assert 'switch i32' in ir and ir.count('label %C0.t0') == 2       # targets 0, 2 merged
+    assert ir.count('define internal') == 2 and 'call { <8 x float> } @C0.f1' in ir
     assert y.numpy().tolist() == [[2, 3, 2][k % 3] for k in range(40)]
 
 

@@ -6,6 +6,7 @@ A pure function of the Kernel and the vector width, driven by the table TEMPLATE
 Template lines that start with 'declare' are hoisted to the module.
 """
 
+import re
 import struct
 
 from ..ops import ARITY, CALL_OPS, COMPARISONS, LOOP_OPS, TYPE_NAMES
@@ -115,6 +116,7 @@ ATOMIC = {('add', 'f'): 'fadd', ('add', 'i'): 'add', ('add', 'u'): 'add',
           ('and', 'i'): 'and', ('and', 'u'): 'and', ('and', 'b'): 'and',
           ('or', 'i'): 'or', ('or', 'u'): 'or', ('or', 'b'): 'or'}
 REDUCE = ('none', 'add', 'min', 'max', 'and', 'or')
+_NAME = re.compile(r'%[A-Za-z0-9_.]+')
 
 
 def scalar_constant(tname, bits):
@@ -139,6 +141,9 @@ class _Renderer:
         self.snames = {}         # uniform register -> its scalar operand text
         self.loop_phis = {}      # loop number -> (preheader block, [(line, phi register)])
         self.call_state = {}     # call number -> (preheader, phi lines, [(block, outputs)])
+        self.prologue = []       # loads of the parameter slots (repeated in every function)
+        self.functions = []      # call targets' functions
+        self.outer = []          # (body, block) of the code that a target's function interrupts
         self.decls = {}
         self.typed = {}
         self.specialized = {}
@@ -228,6 +233,7 @@ class _Renderer:
             self.entry.append(f'  %p{slot} = load {s}, ptr %p{slot}.a, align 8')
             if p.kind == 'size':
                 self.entry_splat(f'%sz{slot - 1}', 'i64', f'%p{slot}')
+        self.prologue = list(self.entry)
         self.entry_splat('%end.v', 'i64', '%end')
         iota = ', '.join(f'i64 {i}' for i in range(self.W))
         self.body += ['  %index.v0 = insertelement ' + self.vec('i64') + ' poison, i64 %index, '
@@ -260,6 +266,7 @@ class _Renderer:
             *self.decls,
             *self.globals,
             '',
+            *self.functions,
             'define void @kernel(i64 %start, i64 %end, ptr noalias %params) #0 {',
             'entry:', *self.entry, '  br label %body',
             'body:',
@@ -521,6 +528,9 @@ class _Renderer:
         if t == 0:
             self.call_head(n, self.k.calls[n])
         self.label(f'C{n}.t{t}')
+        # The target's code becomes a function of its own: render it into a fresh body.
+        self.outer.append((self.body, self.block))
+        self.body, self.block = [], f'C{n}.t{t}.entry'
 
     def call_head(self, n, call):
         M, W, c = self.masks, self.W, f'%C{n}'
@@ -559,10 +569,63 @@ class _Renderer:
 
     def op_call_end(self, ins, r, reg):
         n, t = ins.literal, ins.extra
-        outputs = self.k.calls[n].outputs[t]
-        self.call_state[n][2].append((self.block, [self.names[o] if o >= 0 else None
-                                                   for o in outputs]))
+        outs = [(self.names[o], self.vec(SCALAR[self.k.instrs[o].type]))
+                for o in self.k.calls[n].outputs[t] if o >= 0]
+        body = self.body
+        self.body, self.block = self.outer.pop()
+        f, c = f'@C{n}.f{t}', f'%C{n}.c{t}'
+        rtype = '{ ' + ', '.join(T for _, T in outs) + ' }' if outs else 'void'
+        ret = []
+        for k, (v, T) in enumerate(outs):
+            prev = f'%ret.{k - 1}' if k else 'poison'
+            ret.append(f'  %ret.{k} = insertvalue {rtype} {prev}, {T} {v}, {k}')
+        ret.append(f'  ret {rtype} %ret.{len(outs) - 1}' if outs else '  ret void')
+        free = self.free_values(body + ret, f'C{n}.t{t}.entry', f'%C{n}.m')
+        params = ', '.join(f'{T} {v}' for v, T in free)
+        fixed = f'ptr noalias %params, {self.masks} %active, {self.masks} %C{n}.m'
+        self.functions += [f'define internal {rtype} {f}({fixed}{", " if free else ""}'
+                           f'{params}) #0 {{', f'C{n}.t{t}.entry:', *self.prologue,
+                           *body, *ret, '}', '']
+        call = (f'call {rtype} {f}(ptr %params, {self.masks} %active, {self.masks} %C{n}.m'
+                f'{", " if free else ""}{params})')
+        self.body.append(f'  {c} = {call}' if outs else f'  {call}')
+        values = iter(range(len(outs)))
+        merged = []
+        for o in self.k.calls[n].outputs[t]:
+            if o < 0:
+                merged.append(None)
+                continue
+            k = next(values)
+            self.body.append(f'  {c}.{k} = extractvalue {rtype} {c}, {k}')
+            merged.append(f'{c}.{k}')
+        self.call_state[n][2].append((self.block, merged))
         self.body.append(f'  br label %C{n}.merge')
+
+    def free_values(self, body, entry, mask):
+        """(name, type) of the values a function body uses but does not define: the
+        caller's values it reads, which become the function's parameters."""
+        defined = {f'%{entry}', '%params', '%active', mask} | {
+            line.split(' = ', 1)[0].strip() for line in self.prologue}
+        for line in body:
+            if line and line.startswith('  %') and ' = ' in line:
+                defined.add(line.split(' = ', 1)[0].strip())
+            elif line and line.endswith(':'):
+                defined.add('%' + line[:-1])
+        types = {}
+        for reg, ins in enumerate(self.k.instrs):
+            name = self.names[reg]
+            if name and name.startswith('%') and ins.type != 'void':
+                types.setdefault(name, self.vec(SCALAR[ins.type]))
+            if reg in self.snames and self.snames[reg].startswith('%'):
+                types.setdefault(self.snames[reg], SCALAR[ins.type])
+        for n in self.call_state:
+            types.setdefault(f'%C{n}.m', self.masks)
+        found = {}
+        for line in body:
+            for tok in _NAME.findall(line or ''):
+                if tok not in defined and tok in types:
+                    found.setdefault(tok, types[tok])
+        return list(found.items())
 
     def op_call(self, ins, r, reg):
         n, call, c, M = ins.literal, self.k.calls[ins.literal], f'%C{ins.literal}', self.masks
