@@ -12,13 +12,7 @@
 def call_begin(uint64_t key, uint32_t size, int backend):
     """Opens the recording of one call target; returns its call_start (the recording holds
     the reference; call_end or call_abort gives it back)."""
-    cdef uint32_t parent = scope_stack.back() if not scope_stack.empty() else 0
-    cdef uint32_t start = var_new(OP_CALL_START, T_VOID, size, 0, 0, 0, 0, key, 0, backend)
-    if parent:
-        scope_of[start] = parent
-    scope_stack.push_back(start)
-    scope_effects.push_back(vector[uint32_t]())
-    return start
+    return open_scope(OP_CALL_START, size, key, backend)
 
 def call_arg(uint32_t start, ArrayBase value):
     """A new reference to the argument `value` as seen inside target `start`."""

@@ -146,21 +146,26 @@ def loop_begin(list inits, uint32_t size, int backend):
     loop_abort gives it back) and new references to one phi per state variable, which the
     condition and body must read instead of the initial values."""
     global loop_serial
-    cdef uint32_t parent = scope_stack.back() if not scope_stack.empty() else 0
     cdef uint32_t start, p, init
     loop_serial += 1
-    start = var_new(OP_LOOP_START, T_VOID, size, 0, 0, 0, 0, loop_serial, 0, backend)
-    if parent:
-        scope_of[start] = parent
+    start = open_scope(OP_LOOP_START, size, loop_serial, backend)
     phis = []
     for k, x in enumerate(inits):
         init = x
         p = var_new(OP_LOOP_PHI, vars[init].vtype, size, start, init, 0, 0, k, 0, backend)
         scope_of[p] = start
         phis.append(p)
+    return start, phis
+
+cdef uint32_t open_scope(uint16_t op, uint32_t size, uint64_t lit, int backend) except 0:
+    """Creates the start node of a loop or call target (in the enclosing scope) and opens
+    its scope: nodes that depend on its placeholders, and side effects, now belong to it."""
+    cdef uint32_t start = var_new(op, T_VOID, size, 0, 0, 0, 0, lit, 0, backend)
+    if not scope_stack.empty():
+        scope_of[start] = scope_stack.back()
     scope_stack.push_back(start)
     scope_effects.push_back(vector[uint32_t]())
-    return start, phis
+    return start
 
 cdef bint has_cond(uint32_t start) noexcept:
     return (not mask_stack.empty() and vars[mask_stack.back()].op == OP_LOOP_COND
@@ -298,10 +303,6 @@ def dec_ref(uint32_t i):
 def recording_depth():
     """How many symbolic loops are being recorded."""
     return scope_stack.size()
-
-def node_scope_of(uint32_t i):
-    """The loop_start id of the loop body variable i belongs to (0: top level)."""
-    return node_scope(i)
 
 def wrap_index(cls, uint32_t i):
     """An array of class cls for variable i, taking over a reference the caller owns."""

@@ -16,7 +16,7 @@ import numpy as np
 
 from . import _runtime
 from ._runtime import ArrayBase
-from .control import _broadcast
+from .control import _broadcast, _copy
 from .evaluate import eval as _eval
 from .flags import JitFlag, flag
 from .routines import gather, scatter, select, zeros
@@ -344,11 +344,6 @@ def _evaluated(selector, active, targets, args, what):
     return out
 
 
-def _copy(args):
-    arrays, build = flatten(args)
-    return build(arrays)
-
-
 PY_TYPES = {bool: 'bool', int: 'int32', float: 'float32'}
 
 
@@ -380,18 +375,3 @@ def _scatter_into(out, r, lanes, what):
         raise TypeError(f'pbc: the targets of {what} return different structures')
     for a, b in zip(po, pr):
         _scatter_into(a, b, lanes, what)
-
-
-def _merge(mask, r, out, what):
-    """r on the lanes of mask, out elsewhere."""
-    if isinstance(r, ArrayBase) or isinstance(out, ArrayBase):
-        if isinstance(r, ArrayBase) and isinstance(out, ArrayBase) and type(r) is not type(out):
-            raise TypeError(f'pbc: the targets of {what} return {type(out).__name__} and '
-                            f'{type(r).__name__}')
-        return select(mask, r, out)
-    pr, po = children(r), children(out)
-    if pr is None or po is None:
-        return r
-    if type(r) is not type(out) or len(pr) != len(po):
-        raise TypeError(f'pbc: the targets of {what} return different structures')
-    return rebuild(r, [_merge(mask, a, b, what) for a, b in zip(pr, po)])
