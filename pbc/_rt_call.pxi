@@ -4,7 +4,7 @@
 #   call_arg(start, value)      an argument as the target sees it
 #   call_mask(start)            the lanes that run the target (its side effects' mask)
 #   call_end(start; outputs, side effects)      (literal: the number of outputs)
-#   call(selector, active; call_ends)           the call site (literal: number of outputs)
+#   call(selector, active; call_ends)           the call site (literal: #outputs | #args << 32)
 #   call_result(call)           an output of the call (literal: which)
 # Kernel assembly keeps each target's code together, and the backends run a target only
 # for the lanes (and, in vector code, only the vectors) that select it.
@@ -64,10 +64,10 @@ def call_abort(uint32_t start):
         mask_pop()
     loop_abort(start)
 
-def call_site(ArrayBase selector, ArrayBase active, list ends, list types):
+def call_site(ArrayBase selector, ArrayBase active, list ends, list types, uint32_t inputs):
     """The call of the recorded targets `ends` (their references are taken over) on the lanes
-    of `active`, each where `selector` equals its key. Returns new references to its outputs
-    (of the type names `types`)."""
+    of `active`, each where `selector` equals its key, with `inputs` arguments. Returns new
+    references to its outputs (of the type names `types`)."""
     cdef vector[uint32_t] deps
     cdef uint32_t c, x, r
     cdef uint32_t size = vars[selector._index].size
@@ -76,7 +76,9 @@ def call_site(ArrayBase selector, ArrayBase active, list ends, list types):
     for x in ends:
         deps.push_back(x)
         effects |= vars[x].extra == 1
-    c = var_new(OP_CALL, T_VOID, size, selector._index, active._index, 0, 0, len(types), 0, be)
+    # literal: the number of outputs, and above them that of the arguments (for statistics)
+    c = var_new(OP_CALL, T_VOID, size, selector._index, active._index, 0, 0,
+                len(types) | (<uint64_t> inputs << 32), 0, be)
     set_extra_deps(c, deps)
     for x in ends:
         dec_ext(x)
@@ -97,3 +99,101 @@ def call_site(ArrayBase selector, ArrayBase active, list ends, list types):
     else:
         dec_ext(c)
     return outs
+
+# ---- devirtualization: outputs that every target computes alike ------------------------------
+cdef bint inside_target(uint32_t i, uint32_t start) noexcept:
+    """Whether node i was recorded in target `start` (or in a loop nested in it)."""
+    cdef uint32_t s = i
+    while True:
+        it = scope_of.find(s)
+        if it == scope_of.end():
+            return False
+        s = deref(it).second
+        if s == start:
+            return True
+
+cdef inline bint pure_op(uint16_t op) noexcept:
+    return OP_NEG <= op <= OP_SELECT
+
+cdef inline bint commutative(uint16_t op) noexcept:
+    # (not min/max: which of -0 and +0, or of a NaN and a number, they return may depend
+    # on the order)
+    return op in (OP_ADD, OP_MUL, OP_AND, OP_OR, OP_XOR, OP_MULHI, OP_EQ, OP_NE, OP_FMA)
+
+def call_output_keys(uint32_t start, list outputs, dict table, bint ops=True):
+    """For each output of target `start`: a number that two outputs (of any targets sharing
+    `table`) have in common exactly when they compute the same pure function of the same
+    arguments, outside values and literals; -1 for an output that is not such a function
+    (it reads memory, or comes from a loop or a nested call). Without `ops`, only outputs
+    that are an argument, an outside value or a literal themselves get a number."""
+    cdef dict memo = {}
+    cdef list stack, pending
+    cdef uint32_t i, d
+    cdef Var* v
+    cdef int k
+    for root in outputs:
+        stack = [root]
+        while stack:
+            i = stack[len(stack) - 1]
+            if i in memo:
+                stack.pop()
+                continue
+            v = &vars[i]
+            if v.op == OP_LITERAL:
+                key = ('l', v.vtype, v.size, v.literal)
+            elif not inside_target(i, start):
+                key = ('o', i)
+            elif v.op == OP_CALL_ARG:
+                key = ('a', v.dep[1])
+            elif pure_op(v.op) and ops:
+                pending = [v.dep[k] for k in range(4) if v.dep[k] and v.dep[k] not in memo]
+                if pending:
+                    stack += pending
+                    continue
+                deps = tuple([memo[v.dep[k]] for k in range(4) if v.dep[k]])
+                if commutative(v.op):            # a + b and b + a are the same value
+                    deps = tuple(sorted(deps[:2])) + deps[2:]
+                key = None if -1 in deps else (v.op, v.vtype, v.size, v.literal, v.extra, deps)
+            else:
+                key = None
+            memo[i] = -1 if key is None else table.setdefault(key, len(table))
+            stack.pop()
+    return [memo[x] for x in outputs]
+
+def call_hoist(uint32_t start, uint32_t root):
+    """Output `root` of target `start` (accepted by call_output_keys) computed again
+    outside the call, from the caller's values. Returns a new reference."""
+    cdef dict new = {}
+    cdef list stack = [root], pending
+    cdef uint32_t i, r, d[4]
+    cdef Var* v
+    cdef int k
+    try:
+        while stack:
+            i = stack[len(stack) - 1]
+            if i in new:
+                stack.pop()
+                continue
+            v = &vars[i]
+            if v.op == OP_LITERAL or not inside_target(i, start):
+                inc_ext(i)
+                r = i
+            elif v.op == OP_CALL_ARG:
+                inc_ext(v.dep[1])
+                r = v.dep[1]
+            else:
+                pending = [v.dep[k] for k in range(4) if v.dep[k] and v.dep[k] not in new]
+                if pending:
+                    stack += pending
+                    continue
+                for k in range(4):
+                    d[k] = new[v.dep[k]] if v.dep[k] else 0
+                r = var_op(v.op, v.vtype, d[0], d[1], d[2], v.extra)
+            new[i] = r
+            stack.pop()
+        r = new[root]
+        inc_ext(r)
+        return r
+    finally:
+        for x in new.values():
+            dec_ext(x)

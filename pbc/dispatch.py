@@ -211,7 +211,7 @@ def _symbolic(selector, active, targets, args, what):
     arrays, build = flatten(args)
     optimize = flag(JitFlag.OptimizeCalls)
     closure = _closure_data(selector, targets)
-    ends, first, types, outs = [], None, None, []
+    starts, ends, first, types, outs = [], [], None, None, []
     try:
         for key, fn, obj in targets:
             start = _runtime.call_begin(key, width, selector._backend_code)
@@ -243,21 +243,35 @@ def _symbolic(selector, active, targets, args, what):
                 raise
             finally:
                 _swap_attributes(obj, saved)
+            starts.append(start)
             outs.append(leaves)
             ends.append(_runtime.call_end(start, [x.index for x in leaves]))
     except BaseException:
         for end in ends:
             _runtime.dec_ref(end)
         raise
-    ids = _runtime.call_site(selector, active, ends, [t.Type for t in types])
+    ids = _runtime.call_site(selector, active, ends, [t.Type for t in types], len(arrays))
     results = [_runtime.wrap_index(t, i) for t, i in zip(types, ids)]
     if optimize:
-        # An output that every target computes alike (the same variable, computed outside
-        # the targets) needs no call: the call's copy is dropped with its code.
-        for k, leaf in enumerate(outs[0]):
-            if all(o[k].index == leaf.index for o in outs):
-                results[k] = select(active, leaf, 0)
+        effects = any(_runtime.var_info(e)[5] for e in ends)
+        _devirtualize(starts, outs, results, active, effects)
     return flatten(first)[1](results)
+
+
+def _devirtualize(starts, outs, results, active, effects):
+    """Outputs that every target computes alike (the same pure function of the same
+    arguments, outside values and literals) are computed once outside the call instead:
+    the call's copies are then unused and dropped with their code (OptimizeCalls). With
+    side effects in the targets, only outputs that are such values themselves are (a
+    computation moved after the call could see memory the targets wrote)."""
+    table = {}
+    keys = [_runtime.call_output_keys(s, [x.index for x in o], table, not effects)
+            for s, o in zip(starts, outs)]
+    for k, key in enumerate(keys[0]):
+        if key >= 0 and all(ks[k] == key for ks in keys):
+            T = type(results[k])
+            value = _runtime.wrap_index(T, _runtime.call_hoist(starts[0], outs[0][k].index))
+            results[k] = select(active, value, 0)
 
 
 def _closure_data(selector, targets):

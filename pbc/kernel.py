@@ -63,8 +63,14 @@ class Kernel:
     # Registers whose value is the same in every lane (literals, scalar parameters and what
     # is computed from them alone, including loop counters): backends may keep them scalar.
     uniform: frozenset = frozenset()
-    removed_state: int = 0     # loop state variables dropped as never read (OptimizeLoops)
-    removed_outputs: int = 0   # call outputs dropped as never read (OptimizeCalls)
+    # What the optimizations removed, for kernel_history(): loop state variables never read
+    # (OptimizeLoops); call outputs never read, and call arguments (one per target) that are
+    # literals or that no target code reads (OptimizeCalls).
+    loop_state: int = 0
+    removed_state: int = 0
+    call_inputs: int = 0
+    removed_inputs: int = 0
+    removed_outputs: int = 0
 
     @property
     def ir_ops(self):
@@ -75,11 +81,15 @@ class Kernel:
 
     def stats(self):
         """What assembly optimized, for kernel_history()."""
-        return dict(loop_state_removed=self.removed_state,
-                    call_outputs_removed=self.removed_outputs,
+        return dict(loop_state=self.loop_state,
+                    loop_state_removed=self.removed_state,
                     call_targets=sum(len(c.keys) for c in self.calls),
                     call_targets_merged=sum(len(c.keys) - len(set(c.code))
-                                            for c in self.calls))
+                                            for c in self.calls),
+                    call_inputs=self.call_inputs,
+                    call_inputs_removed=self.removed_inputs,
+                    call_outputs=sum(len(c.results) for c in self.calls),
+                    call_outputs_removed=self.removed_outputs)
 
 
 @dataclass
@@ -122,9 +132,14 @@ def assemble(backend, outputs, records, size, optimize_loops=True, merge_functio
     order = _loop_order(records)
     if len(order) > 1 and any(TRACE_OPS[r[1]] in ('loop_end', 'call') for r in records):
         live = _live(records, outputs, optimize_loops, optimize_calls)
+        k.loop_state = sum(1 for p in order if TRACE_OPS[records[p][1]] == 'loop_phi')
         k.removed_state = sum(1 for p in order if TRACE_OPS[records[p][1]] == 'loop_phi'
                               and p not in live)
         order = [p for p in order if p in live]
+        k.call_inputs = sum((r[5] >> 32) * (len(r[4]) - 2) for r in records
+                            if TRACE_OPS[r[1]] == 'call')
+        k.removed_inputs = k.call_inputs - sum(1 for p in order
+                                               if TRACE_OPS[records[p][1]] == 'call_arg')
     code_of = {}
     if merge_functions and any(TRACE_OPS[r[1]] == 'call' for r in records):
         order, code_of = _merge_targets(records, order)
@@ -138,7 +153,8 @@ def assemble(backend, outputs, records, size, optimize_loops=True, merge_functio
                 target_of[end] = target_of[records[end][4][0]] = (len(k.calls), t)
             starts = [records[end][4][0] for end in r[4][2:]]
             k.calls.append(Call(keys=[records[p][5] for p in starts],
-                                outputs=[None] * len(starts), results=[-1] * r[5],
+                                outputs=[None] * len(starts),
+                                results=[-1] * (r[5] & 0xFFFFFFFF),
                                 code=[starts.index(code_of.get(p, p)) for p in starts]))
     for pos in order:
         nid, op_code, vt, vsize, deps, lit, extra, _ = records[pos]

@@ -312,13 +312,87 @@ def test_instances_of_a_class_share_code_through_closure_data():
     objs = [Lens(k) for k in range(12)]
     ptrs = Ptr[Lens]([objs[k % 12] for k in range(50)])
     x = Float(np.arange(50, dtype=np.float32))
-    with pbc.scoped_set_flag(pbc.JitFlag.KernelHistory):
+    # (OptimizeCalls would compute this pure method outside the call: test_devirtualization)
+    with pbc.scoped_set_flag(pbc.JitFlag.KernelHistory), \
+            pbc.scoped_set_flag(pbc.JitFlag.OptimizeCalls, False):
         pbc.kernel_history_clear()
         y = ptrs.f(x)
         assert y.numpy().tolist() == [k * (k % 12) + 1 for k in range(50)]
         rec = pbc.kernel_history()[-1]
     assert rec['call_targets'] == 12 and rec['call_targets_merged'] == 11
     assert all(type(o.k) is Float and o.k.numpy().tolist() == [k] for k, o in enumerate(objs))
+
+
+def test_devirtualization():
+    # An output that every target computes alike from the arguments, outside values and
+    # literals is computed outside the call (zero on lanes that call nothing); the others
+    # stay in the call. When every output is alike, no call is left at all.
+    class Base(pbc.Object):
+        pass
+
+    class A(Base):
+        def f(self, x, y):
+            return x * 2 + y, x - 1, pbc.sqrt(x)
+
+    class B(Base):
+        def f(self, x, y):
+            return y + x * 2, x + 1, pbc.sqrt(x)
+
+    objs = [A(), B(), None]
+    ptrs = Ptr[Base]([objs[k % 3] for k in range(30)])
+    x, y = Float(np.arange(30, dtype=np.float32)), Float(1)
+
+    def run(optimize):
+        with pbc.scoped_set_flag(pbc.JitFlag.OptimizeCalls, optimize), \
+                pbc.scoped_set_flag(pbc.JitFlag.KernelHistory):
+            pbc.kernel_history_clear()
+            out = ptrs.f(x, y)
+            pbc.eval(out)
+            return [o.numpy().tolist() for o in out], pbc.kernel_history()[-1]
+
+    (alike, other, root), rec = run(True)
+    ref = [(k * 2 + 1, k - 1, np.sqrt(np.float32(k))) if k % 3 == 0 else
+           (k * 2 + 1, k + 1, np.sqrt(np.float32(k))) if k % 3 == 1 else (0, 0, 0)
+           for k in range(30)]
+    assert alike == [r[0] for r in ref] and other == [r[1] for r in ref]
+    np.testing.assert_allclose(root, [r[2] for r in ref], rtol=1e-7)
+    assert rec['call_outputs'] == 3 and rec['call_outputs_removed'] == 2
+    outs2, rec2 = run(False)
+    assert outs2 == [alike, other, root] and rec2['call_outputs_removed'] == 0
+    assert rec2['ir_ops'] > rec['ir_ops']
+
+    with pbc.scoped_set_flag(pbc.JitFlag.KernelHistory):
+        pbc.kernel_history_clear()
+        z = pbc.dispatch(ptrs, lambda o, x: (o.f(x, y)[2], x), x)
+        pbc.eval(z)
+        assert pbc.kernel_history()[-1]['call_targets'] == 0       # no call left
+    assert z[1].numpy().tolist() == [k if k % 3 != 2 else 0 for k in range(30)]
+
+
+def test_devirtualization_with_side_effects():
+    # Targets that write memory keep computed outputs inside the call (moved after it, they
+    # could see memory the targets wrote); an output that is an argument still comes out.
+    log = UInt32(np.zeros(4, dtype=np.uint32))
+
+    class Counter(pbc.Object):
+        def __init__(self, slot):
+            self.slot = slot
+
+        def f(self, x):
+            pbc.scatter_reduce(pbc.ReduceOp.Add, log, UInt32(1), UInt32(self.slot))
+            return x, x + 1
+
+    objs = [Counter(0), Counter(3)]
+    ptrs = Ptr[Counter]([objs[k % 2] for k in range(10)])
+    with pbc.scoped_set_flag(pbc.JitFlag.KernelHistory):
+        pbc.kernel_history_clear()
+        same, plus = ptrs.f(Float(np.arange(10, dtype=np.float32)))
+        pbc.eval(same, plus)
+        rec = pbc.kernel_history()[-1]
+    assert same.numpy().tolist() == list(range(10))
+    assert plus.numpy().tolist() == list(range(1, 11))
+    assert log.numpy().tolist() == [5, 0, 0, 5]
+    assert rec['call_outputs'] == 2 and rec['call_outputs_removed'] == 1
 
 
 class Affine(pbc.Object):
@@ -334,11 +408,12 @@ AFFINE = [Affine(k * 0.5, 1 - k) for k in range(6)]
 
 @settings(max_examples=25, deadline=None)
 @given(st.lists(st.integers(-1, len(AFFINE) - 1), min_size=1, max_size=45),
-       st.sampled_from(MODES), st.booleans())
-def test_random_patterns_with_closure_data(picks, mode, merge):
+       st.sampled_from(MODES), st.booleans(), st.booleans())
+def test_random_patterns_with_closure_data(picks, mode, merge, optimize):
     objs = [None if p < 0 else AFFINE[p] for p in picks]
     xs = np.linspace(-3, 3, len(picks), dtype=np.float32)
-    with pbc.scoped_set_flag(pbc.JitFlag.MergeFunctions, merge):
+    with pbc.scoped_set_flag(pbc.JitFlag.MergeFunctions, merge), \
+            pbc.scoped_set_flag(pbc.JitFlag.OptimizeCalls, optimize):
         y = pbc.dispatch(Ptr[Affine](objs), lambda o, x: o.eval(x),
                          Float(xs), mode=mode)
         got = y.numpy()
