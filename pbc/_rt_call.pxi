@@ -197,3 +197,49 @@ def call_hoist(uint32_t start, uint32_t root):
     finally:
         for x in new.values():
             dec_ext(x)
+
+# ---- closure data by pointer: array attributes of the targets ---------------------------------
+# While a call target is recorded, gathers from an array attribute of the target's instance
+# (closure_sources: array variable -> lane_ptr variable) go through a lane pointer to the
+# lane's own instance's array, so instances that differ only in such arrays record the same
+# code.
+
+def lane_pointer(ArrayBase slot, list arrays):
+    """A pointer per lane to arrays[slot[lane]] (and its size), for gathers. Returns a new
+    reference."""
+    cdef vector[uint32_t] ptrs
+    cdef uint32_t a, d, r
+    try:
+        for x in arrays:
+            a = (<ArrayBase> x)._index
+            if vars[a].op == OP_LITERAL:
+                d = materialize(a)
+            else:
+                if vars[a].op != OP_DATA or vars[a].flags & F_DIRTY:
+                    eval_var(a)
+                inc_ext(a)
+                d = a
+            ptrs.push_back(var_pointer(d, False))
+            dec_ext(d)
+        r = var_new(OP_LANE_PTR, (<ArrayBase> arrays[0])._vt, vars[slot._index].size,
+                    slot._index, 0, 0, 0, 0, 0, slot._backend)
+        set_extra_deps(r, ptrs)
+    finally:
+        for d in ptrs:
+            dec_ext(d)
+    return r
+
+def set_closure_sources(dict sources):
+    """{array variable: lane_ptr variable} for the target being recorded ({}: none);
+    returns the previous ones."""
+    global closure_sources
+    old = closure_sources
+    closure_sources = sources
+    return old
+
+cdef uint32_t gather_closure(uint32_t lane_ptr, uint32_t index, uint32_t mask) except 0:
+    cdef uint32_t p
+    for p in extra_deps[lane_ptr]:
+        check_dirty_read(vars[p].dep[0])
+        note_read(vars[p].dep[0])
+    return var_op(OP_GATHER, vars[lane_ptr].vtype, lane_ptr, index, mask, 0)

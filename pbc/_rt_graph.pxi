@@ -38,7 +38,7 @@ cdef enum Op:
     OP_AND, OP_OR, OP_XOR, OP_SHL, OP_SHR, OP_MULHI,
     OP_EQ, OP_NE, OP_LT, OP_LE, OP_GT, OP_GE,
     OP_FMA, OP_SELECT,
-    OP_GATHER, OP_SCATTER, OP_PRINT,
+    OP_GATHER, OP_SCATTER, OP_PRINT, OP_LANE_PTR,
     OP_LOOP_START, OP_LOOP_PHI, OP_LOOP_COND, OP_LOOP_END, OP_LOOP_OUTPUT,
     OP_CALL_START, OP_CALL_ARG, OP_CALL_MASK, OP_CALL_END, OP_CALL, OP_CALL_RESULT,
     OP_COUNT
@@ -49,7 +49,7 @@ OP_NAMES = ('literal', 'data', 'counter', 'ptr',
             'add', 'sub', 'mul', 'div', 'mod', 'min', 'max',
             'and', 'or', 'xor', 'shl', 'shr', 'mulhi',
             'eq', 'ne', 'lt', 'le', 'gt', 'ge',
-            'fma', 'select', 'gather', 'scatter', 'print',
+            'fma', 'select', 'gather', 'scatter', 'print', 'lane_ptr',
             'loop_start', 'loop_phi', 'loop_cond', 'loop_end', 'loop_output',
             'call_start', 'call_arg', 'call_mask', 'call_end', 'call', 'call_result')
 assert len(OP_NAMES) == OP_COUNT
@@ -92,6 +92,7 @@ cdef unordered_map[uint32_t, vector[uint32_t]] extra_deps
 # node recorded in a loop body belongs to (its loop_start id; absent: the top level).
 cdef vector[uint32_t] scope_stack
 cdef unordered_map[uint32_t, uint32_t] scope_of
+cdef dict closure_sources = {}     # see _rt_call.pxi
 cdef vector[uint32_t] todo          # scheduled for the next eval (each holds one ref_ext)
 cdef vector[uint32_t] side_effects  # queued scatters (each holds one ref_ext)
 cdef uint64_t mem_bytes = 0
@@ -215,9 +216,10 @@ cdef inline uint64_t var_hash(uint16_t op, uint8_t vt, uint32_t size, uint32_t* 
     return h ^ (h >> 32)     # the table indexes with the low bits: fold the high ones in
 
 cdef inline bint vn_eligible(uint16_t op, uint8_t extra) noexcept nogil:
-    # Side effects and loop structure are never shared; pointers are (several scatters
-    # into one array then pass its address once).
-    return op != OP_DATA and op != OP_SCATTER and op != OP_PRINT and op < OP_LOOP_START
+    # Side effects, loop structure and nodes with operands beyond the four hashed ones are
+    # never shared; pointers are (several scatters into one array then pass its address once).
+    return (op != OP_DATA and op != OP_SCATTER and op != OP_PRINT and op != OP_LANE_PTR
+            and op < OP_LOOP_START)
 
 # The value-numbering table: open addressing with linear probing, one entry per hash
 # (a colliding node replaces the entry), tombstones for removals. Cheaper than a node-based

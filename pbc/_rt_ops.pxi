@@ -10,7 +10,7 @@ OP_ALLOW[:] = [
     6, 6, 6, 6, 6, 6, 6,   # add sub mul div mod min max
     7, 7, 7, 2, 2, 2,      # and or xor shl shr mulhi
     7, 7, 6, 6, 6, 6,      # eq ne lt le gt ge
-    6, 7, 7, 7, 7,         # fma select gather scatter print
+    6, 7, 7, 7, 7, 7,      # fma select gather scatter print lane_ptr
     7, 7, 7, 7, 7,         # loop_start loop_phi loop_cond loop_end loop_output
     7, 7, 7, 7, 7, 7]      # call_start call_arg call_mask call_end call call_result
 

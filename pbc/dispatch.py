@@ -19,7 +19,7 @@ from ._runtime import ArrayBase
 from .control import _broadcast, _copy
 from .evaluate import eval as _eval
 from .flags import JitFlag, flag
-from .routines import gather, scatter, select, zeros
+from .routines import full, gather, scatter, select, zeros
 from .tree import children, flatten, paths, rebuild
 
 _instances = {}                 # id -> weak reference to the registered instance
@@ -210,12 +210,15 @@ def _symbolic(selector, active, targets, args, what):
     width = len(selector)
     arrays, build = flatten(args)
     optimize = flag(JitFlag.OptimizeCalls)
-    closure = _closure_data(selector, targets)
+    closure, pointers = _closure_data(selector, targets)
     starts, ends, first, types, outs = [], [], None, None, []
     try:
         for key, fn, obj in targets:
             start = _runtime.call_begin(key, width, selector._backend_code)
             saved = _swap_attributes(obj, closure)
+            sources = _runtime.set_closure_sources({})      # of an enclosing call
+            _runtime.set_closure_sources(
+                {**sources, **{obj.__dict__[n].index: p for n, p in pointers.items()}})
             try:
                 # Literal arguments go in as they are: the target folds them (OptimizeCalls).
                 inner = [a if optimize and a.state == 'literal' else
@@ -243,6 +246,7 @@ def _symbolic(selector, active, targets, args, what):
                 raise
             finally:
                 _swap_attributes(obj, saved)
+                _runtime.set_closure_sources(sources)
             starts.append(start)
             outs.append(leaves)
             ends.append(_runtime.call_end(start, [x.index for x in leaves]))
@@ -250,6 +254,9 @@ def _symbolic(selector, active, targets, args, what):
         for end in ends:
             _runtime.dec_ref(end)
         raise
+    finally:
+        for p in pointers.values():
+            _runtime.dec_ref(p)
     ids = _runtime.call_site(selector, active, ends, [t.Type for t in types], len(arrays))
     results = [_runtime.wrap_index(t, i) for t, i in zip(types, ids)]
     if optimize:
@@ -275,35 +282,39 @@ def _devirtualize(starts, outs, results, active, effects):
 
 
 def _closure_data(selector, targets):
-    """Instance attributes that are width-1 JIT arrays, as closure data: per attribute name
-    (and type), a table of every target's value, read per lane at the lane's target's
-    slot. Reading them so makes the code of instances that differ only in these values
-    the same code (which MergeFunctions then shares). Returns {name: per-lane value}."""
+    """Instance attributes that are JIT arrays (of one type, present in every target), as
+    closure data: for a width-1 attribute, a table of every target's value read per lane at
+    the lane's target's slot; for a wider one, a pointer per lane to the lane's target's
+    array, which gathers inside the targets go through. Reading them so makes the code of
+    instances that differ only in these values the same code (which MergeFunctions then
+    shares). Returns ({name: per-lane value}, {name: lane pointer variable}); the caller
+    owns a reference to each lane pointer."""
     objs = [obj for _, _, obj in targets if isinstance(obj, Object)]
     if len(objs) < 2:
-        return {}
+        return {}, {}
     found = {}
     for obj in objs:
         for name, v in getattr(obj, '__dict__', {}).items():
-            if isinstance(v, ArrayBase) and len(v) == 1:
+            if isinstance(v, ArrayBase) and len(v) > 0:
                 found.setdefault(name, []).append(v)
     found = {n: vs for n, vs in found.items()
-             if len(vs) == len(objs) and len({type(v) for v in vs}) == 1}
-    if not found:
-        return {}
+             if len(vs) == len(objs) and len({type(v) for v in vs}) == 1
+             and len({len(v) == 1 for v in vs}) == 1}
     keys = [obj.pbc_id for obj in objs]
-    if max(keys) >= 1 << 16:
-        return {}
+    if not found or max(keys) >= 1 << 16:
+        return {}, {}
     table = np.zeros(max(keys) + 1, dtype=np.uint32)
     table[keys] = np.arange(len(keys), dtype=np.uint32)
     U = _runtime.class_for(selector, 'uint32')
     slot = gather(U, U(table), selector)              # each lane's instance, numbered
-    out = {}
+    values, pointers = {}, {}
     for name, vs in found.items():
         T = type(vs[0])
-        values = T(np.concatenate([v.numpy() for v in vs]))
-        out[name] = gather(T, values, slot)
-    return out
+        if len(vs[0]) == 1:
+            values[name] = gather(T, T(np.concatenate([v.numpy() for v in vs])), slot)
+        else:
+            pointers[name] = _runtime.lane_pointer(slot, vs)
+    return values, pointers
 
 
 def _swap_attributes(obj, values):
@@ -327,6 +338,7 @@ def _as_arrays(r, like):
 
 
 def _evaluated(selector, active, targets, args, what):
+    Bool = _runtime.class_for(selector, 'bool')
     width = max([len(selector)] + [len(a) for a in flatten(args)[0]])
     # The lanes of every target, in one partition pass over the (evaluated) selector.
     groups = _runtime.partition(select(active, selector, 0), [key for key, _, _ in targets])
@@ -338,12 +350,15 @@ def _evaluated(selector, active, targets, args, what):
         sub = build([gather(type(a), a, lanes) if len(a) > 1 else type(a)(a) for a in arrays])
         _enter(id(obj), what)
         saved = _runtime.masks_take()        # the call runs on its own lanes only
+        # ... all of them: a side effect of width 1 happens once per lane, as in a symbolic call
+        _runtime.mask_push(full(Bool, True, len(lanes)))
         try:
             r = fn(*sub)
             if out is None:
                 out = _zeros_like(r, width, selector)
             _scatter_into(out, r, lanes, what)
         finally:
+            _runtime.mask_pop()
             _runtime.masks_restore(saved)
             _active_calls.pop()
         _eval(out)

@@ -110,8 +110,8 @@ STREAMING_LANES = 1 << 23
 
 
 # Ops whose result is uniform when all operands are (pure and elementwise).
-UNIFORM_OPS = frozenset(ARITY) - {'counter', 'load', 'ptr', 'store', 'gather', 'scatter',
-                                  'print', 'cast', 'bitcast', *LOOP_OPS, *CALL_OPS}
+UNIFORM_OPS = frozenset(ARITY) - {'counter', 'load', 'ptr', 'lane_ptr', 'store', 'gather',
+                                  'scatter', 'print', 'cast', 'bitcast', *LOOP_OPS, *CALL_OPS}
 
 
 def assemble(backend, outputs, records, size, optimize_loops=True, merge_functions=True,
@@ -170,6 +170,8 @@ def assemble(backend, outputs, records, size, optimize_loops=True, merge_functio
             slot = add_param('ptr', tname, (pos, 0))
             add_param('size', 'uint64', (pos, 1))
             k.instrs.append(Instr('ptr', 'ptr', slot=slot))
+        elif op == 'lane_ptr':
+            k.instrs.append(Instr(op, 'ptr', tuple(reg_of[d] for d in deps)))
         elif op == 'print':
             k.instrs.append(Instr(op, tname, tuple(reg_of[d] for d in deps),
                                   text=_runtime.format_string(nid)))

@@ -18,6 +18,9 @@ ARITY = {
     'eq': 2, 'ne': 2, 'lt': 2, 'le': 2, 'gt': 2, 'ge': 2,
     'fma': 3, 'select': 3, 'gather': 3, 'scatter': 4,
     'print': -1,      # mask, then any number of values; the format is Instr.text
+    # A pointer (and size) per lane, for gathers: lane i uses ptr operand 1 + slot[i]
+    # (operands: slot, then `ptr` registers). Closure data of calls: one array per instance.
+    'lane_ptr': -1,
     # Symbolic loops (Kernel.loops[literal] describes loop number `literal`):
     'loop_start': 0,  # the loop begins: its phis take their initial values
     'loop_phi': 1,    # a state variable at the top of an iteration (operand: initial value)

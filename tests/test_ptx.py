@@ -10,7 +10,7 @@ import pbc
 from pbc.backend import ptx_render
 from pbc.evaluate import take_kernels
 from pbc.kernel import Instr, Kernel, Param
-from pbc.llvm import Bool, Float32, Float64, Int32, Int64, UInt32, UInt64
+from pbc.llvm import Bool, Float32, Float64, Int32, Int64, Ptr, UInt32, UInt64
 from pbc.ops import ARITY, COMPARISONS, TYPE_NAMES
 
 TYPES = {'bool': Bool, 'int32': Int32, 'uint32': UInt32, 'int64': Int64, 'uint64': UInt64,
@@ -109,6 +109,18 @@ def op_cases(rng):
                 which, [counted, lambda x: x + 1], a))
         idx = UInt32(rng.integers(0, 8, N).astype(np.uint32))
         add(f'{t}_gather', lambda T=T, src=src, idx=idx, m=m: pbc.gather(T, src, idx, m))
+
+        # Gathers from array attributes of call targets: through a pointer per lane.
+        class Holder(pbc.Object):
+            def __init__(self, values):
+                self.values = values
+
+            def get(self, i, T=T):
+                return pbc.gather(T, self.values, i)
+
+        holders = [Holder(data(t, rng, 5)), Holder(data(t, rng, 3))]
+        ptrs = Ptr[Holder]([holders[k % 2] if k % 3 else None for k in range(N)])
+        add(f'{t}_lane_ptr', lambda ptrs=ptrs, idx=idx, holders=holders: ptrs.get(idx))
         reductions = {'b': ('none', 'and', 'or'), 'i': ('none', 'add', 'min', 'max', 'and', 'or'),
                       'f': ('none', 'add', 'min', 'max')}[kind]
         for red in reductions:

@@ -105,7 +105,7 @@ for _op, (_f, _s, _u) in {'eq': ('oeq', 'eq', 'eq'), 'ne': ('une', 'ne', 'ne'),
                       'b': f'{{r}} = icmp {_u} {{T}} {{a}}, {{b}}'}
 
 # Ops rendered by methods below rather than by a one-line template.
-SPECIAL = frozenset(('literal', 'counter', 'load', 'load1', 'ptr', 'store', 'cast',
+SPECIAL = frozenset(('literal', 'counter', 'load', 'load1', 'ptr', 'lane_ptr', 'store', 'cast',
                      'bitcast', 'gather', 'scatter', 'print', *LOOP_OPS, *CALL_OPS))
 assert set(TEMPLATES) | set(SPECIAL) == set(ARITY), 'LLVM renderer misses ops'
 
@@ -233,6 +233,9 @@ class _Renderer:
             self.entry.append(f'  %p{slot} = load {s}, ptr %p{slot}.a, align 8')
             if p.kind == 'size':
                 self.entry_splat(f'%sz{slot - 1}', 'i64', f'%p{slot}')
+        for reg, ins in enumerate(k.instrs):
+            if ins.op == 'lane_ptr':
+                self.pointer_tables(reg, ins)
         self.prologue = list(self.entry)
         self.entry_splat('%end.v', 'i64', '%end')
         iota = ', '.join(f'i64 {i}' for i in range(self.W))
@@ -308,6 +311,35 @@ class _Renderer:
     def op_ptr(self, ins, r, reg):
         self.names[reg] = f'%p{ins.slot}'
 
+    def pointer_tables(self, reg, ins):
+        """The addresses and sizes of a lane_ptr's buffers as two stack arrays, built in
+        the prologue (so in every function; LLVM drops them where unused)."""
+        slots = [self.k.instrs[p].slot for p in ins.args[1:]]
+        n, t = len(slots), f'%lp{reg}'
+        self.entry += [f'  {t}.tab = alloca [{n} x ptr], align 8',
+                       f'  {t}.sizes = alloca [{n} x i64], align 8']
+        for j, slot in enumerate(slots):
+            self.entry += [f'  {t}.a{j} = getelementptr [{n} x ptr], ptr {t}.tab, i64 0, i64 {j}',
+                           f'  store ptr %p{slot}, ptr {t}.a{j}, align 8',
+                           f'  {t}.s{j} = getelementptr [{n} x i64], ptr {t}.sizes, i64 0, '
+                           f'i64 {j}',
+                           f'  store i64 %p{slot + 1}, ptr {t}.s{j}, align 8']
+
+    def op_lane_ptr(self, ins, r, reg):
+        """Each lane's buffer address (`r`) and size (`r`.sz): two gathers from the tables."""
+        t, M, P, V64 = f'%lp{reg}', self.masks, self.vec('ptr'), self.vec('i64')
+        ones = self.const('bool', 1)
+        gp = f'masked.gather.v{self.W}p0.v{self.W}p0'
+        gi = f'masked.gather.v{self.W}i64.v{self.W}p0'
+        self.decls[f'declare {P} @llvm.{gp}({P}, i32, {M}, {P})'] = None
+        self.decls[f'declare {V64} @llvm.{gi}({P}, i32, {M}, {V64})'] = None
+        self.body += [
+            f'  {r}.i = zext {self.vec("i32")} {self.names[ins.args[0]]} to {V64}',
+            f'  {r}.pa = getelementptr ptr, ptr {t}.tab, {V64} {r}.i',
+            f'  {r} = call {P} @llvm.{gp}({P} {r}.pa, i32 8, {M} {ones}, {P} poison)',
+            f'  {r}.sa = getelementptr i64, ptr {t}.sizes, {V64} {r}.i',
+            f'  {r}.sz = call {V64} @llvm.{gi}({P} {r}.sa, i32 8, {M} {ones}, {V64} poison)']
+
     def op_store(self, ins, r, reg):
         src = self.k.instrs[ins.args[0]]
         m = MEMORY[src.type]
@@ -376,24 +408,30 @@ class _Renderer:
             self.body.append(f'  {r} = bitcast {self.vec(s)} {a} to {self.vec(d)}')
 
     def _addresses(self, r, ptr_reg, index_reg, mask_reg):
-        """Lane addresses and the effective mask: active, requested and in bounds."""
-        slot = self.k.instrs[ptr_reg].slot
+        """The base (a buffer, or a buffer per lane) and the effective mask: active,
+        requested and in bounds."""
+        if self.k.instrs[ptr_reg].op == 'lane_ptr':
+            base = self.names[ptr_reg]
+            base, size = f'{self.vec("ptr")} {base}', f'{base}.sz'
+        else:
+            slot = self.k.instrs[ptr_reg].slot
+            base, size = f'ptr %p{slot}', f'%sz{slot}'
         V64 = self.vec('i64')
         b = self.body
         b.append(f'  {r}.i = zext {self.vec("i32")} {self.names[index_reg]} to {V64}')
-        b.append(f'  {r}.in = icmp ult {V64} {r}.i, %sz{slot}')
+        b.append(f'  {r}.in = icmp ult {V64} {r}.i, {size}')
         b.append(f'  {r}.m0 = and {self.masks} {self.names[mask_reg]}, {r}.in')
         b.append(f'  {r}.m = and {self.masks} {r}.m0, %active')
-        return slot
+        return base
 
     def op_gather(self, ins, r, reg):
         ptr_reg, index_reg, mask_reg = ins.args
-        slot = self._addresses(r, ptr_reg, index_reg, mask_reg)
+        base = self._addresses(r, ptr_reg, index_reg, mask_reg)
         m = MEMORY[ins.type]
         V, P = self.vec(m), self.vec('ptr')
         name = f'masked.gather.v{self.W}{MANGLE[m]}.v{self.W}p0'
         self.decls[f'declare {V} @llvm.{name}({P}, i32, {self.masks}, {V})'] = None
-        self.body.append(f'  {r}.p = getelementptr {m}, ptr %p{slot}, {self.vec("i64")} {r}.i')
+        self.body.append(f'  {r}.p = getelementptr {m}, {base}, {self.vec("i64")} {r}.i')
         out = f'{r}.g' if m == 'i8' else r
         self.body.append(f'  {out} = call {V} @llvm.{name}({P} {r}.p, i32 {BYTES[m]}, '
                          f'{self.masks} {r}.m, {V} zeroinitializer)')
@@ -402,7 +440,7 @@ class _Renderer:
 
     def op_scatter(self, ins, r, reg):
         ptr_reg, value_reg, index_reg, mask_reg = ins.args
-        slot = self._addresses(r, ptr_reg, index_reg, mask_reg)
+        base = self._addresses(r, ptr_reg, index_reg, mask_reg)
         vt = self.k.instrs[value_reg].type
         m = MEMORY[vt]
         V, P = self.vec(m), self.vec('ptr')
@@ -411,7 +449,7 @@ class _Renderer:
         if m == 'i8':
             b.append(f'  {r}.z = zext {self.masks} {value} to {V}')
             value = f'{r}.z'
-        b.append(f'  {r}.p = getelementptr {m}, ptr %p{slot}, {self.vec("i64")} {r}.i')
+        b.append(f'  {r}.p = getelementptr {m}, {base}, {self.vec("i64")} {r}.i')
         reduce = REDUCE[ins.extra]
         if reduce == 'none':
             name = f'masked.scatter.v{self.W}{MANGLE[m]}.v{self.W}p0'
@@ -618,6 +656,8 @@ class _Renderer:
                 types.setdefault(name, self.vec(SCALAR[ins.type]))
             if reg in self.snames and self.snames[reg].startswith('%'):
                 types.setdefault(self.snames[reg], SCALAR[ins.type])
+            if ins.op == 'lane_ptr':
+                types.setdefault(f'{name}.sz', self.vec('i64'))
         for n in self.call_state:
             types.setdefault(f'%C{n}.m', self.masks)
         found = {}

@@ -179,7 +179,7 @@ for _op in COMPARISONS:
                            f'setp.{_op}.u32 {{r}}, {{r}}_x, {{r}}_y'}
 
 # Ops rendered by methods below rather than by a template.
-SPECIAL = ('literal', 'counter', 'load', 'load1', 'ptr', 'store', 'cast', 'bitcast',
+SPECIAL = ('literal', 'counter', 'load', 'load1', 'ptr', 'lane_ptr', 'store', 'cast', 'bitcast',
            'gather', 'scatter', 'print', *LOOP_OPS, *CALL_OPS)
 assert set(TEMPLATES) | set(SPECIAL) == set(ARITY), 'PTX renderer misses ops'
 
@@ -356,6 +356,19 @@ class _Renderer:
     def op_ptr(self, ins, r, reg):
         self.names[reg] = f'%q{ins.slot}'
 
+    def op_lane_ptr(self, ins, r, reg):
+        """This lane's buffer address (`r`) and size (`r`_sz): buffer 1 + slot."""
+        slots = [self.k.instrs[p].slot for p in ins.args[1:]]
+        slot = self.names[ins.args[0]]
+        self.decl('b64', r)
+        self.decl('b64', f'{r}_sz')
+        self.decl('pred', f'{r}_k')
+        b = self.body
+        b += [f'  mov.b64 {r}, %q{slots[0]};', f'  mov.b64 {r}_sz, %q{slots[0] + 1};']
+        for j, s in enumerate(slots[1:], 1):
+            b += [f'  setp.eq.u32 {r}_k, {slot}, {j};', f'  @{r}_k mov.b64 {r}, %q{s};',
+                  f'  @{r}_k mov.b64 {r}_sz, %q{s + 1};']
+
     def _memory_value(self, r, tname, value):
         """The register to store: Bools become the byte 0/1."""
         if tname != 'bool':
@@ -416,7 +429,12 @@ class _Renderer:
 
     def _element(self, r, ptr_reg, index_reg, mask_reg, m):
         """(address, effective mask): the lane's element, masked off when out of bounds."""
-        slot = self.k.instrs[ptr_reg].slot
+        if self.k.instrs[ptr_reg].op == 'lane_ptr':
+            base = self.names[ptr_reg]
+            size = f'{base}_sz'
+        else:
+            slot = self.k.instrs[ptr_reg].slot
+            base, size = f'%q{slot}', f'%q{slot + 1}'
         index = self.names[index_reg]
         b = self.body
         self.decl('b64', f'{r}_i')
@@ -427,9 +445,9 @@ class _Renderer:
             b.append(f'  cvt.u64.u32 {r}_i, {index};')
         else:
             b.append(f'  mov.b64 {r}_i, {index};')
-        b += [f'  setp.lt.u64 {r}_in, {r}_i, %q{slot + 1};',
+        b += [f'  setp.lt.u64 {r}_in, {r}_i, {size};',
               f'  and.pred {r}_m, {self.names[mask_reg]}, {r}_in;',
-              f'  mad.lo.u64 {r}_a, {r}_i, {BYTES[m]}, %q{slot};']
+              f'  mad.lo.u64 {r}_a, {r}_i, {BYTES[m]}, {base};']
         return f'{r}_a', f'{r}_m'
 
     def op_gather(self, ins, r, reg):
