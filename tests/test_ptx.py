@@ -217,3 +217,40 @@ def test_recorder_sees_llvm_kernels(recorded_kernels):
     assert len(recorded_kernels) > before
     k = list(recorded_kernels.values())[-1]
     assert {'mod', 'cast', 'select', 'store'} <= {i.op for i in k.instrs}
+
+
+def test_call_targets_are_functions_called_indirectly(ptxas):
+    """Each distinct target is a .func; a thread calls its lane's target through a function
+    pointer (with the list of targets). Nested calls, loops, prints and scatters inside."""
+    rng = np.random.default_rng(3)
+    counts = UInt32(np.zeros(4, dtype=np.uint32))
+
+    class Leaf(pbc.Object):
+        def __init__(self, k):
+            self.k = k
+
+        def f(self, x):
+            pbc.scatter_add(counts, 1, UInt32(self.k))
+            return x + self.k, x > self.k
+
+    class Node(pbc.Object):
+        def __init__(self, k):
+            self.k = k
+
+        def g(self, leaf, x):
+            n = pbc.while_loop((UInt32(0), x), lambda i, y: i < self.k,
+                               lambda i, y: (i + 1, y * 2))[1]
+            pbc.print('node {}', n)
+            value, flag = pbc.dispatch(leaf, lambda o, v: o.f(v), n)
+            return pbc.select(flag, value, -value)
+
+    leaves, nodes = [Leaf(1), Leaf(2)], [Node(1), Node(3)]
+    pl = Ptr[Leaf]([leaves[k % 2] for k in range(N)])
+    pn = Ptr[Node]([nodes[k % 3 % 2] if k % 3 else None for k in range(N)])
+    y = pbc.dispatch(pn, lambda o, leaf, x: o.g(leaf, x), pl, data('float32', rng))
+    kernels = capture(y)
+    text = ptx_render.render(kernels[0])
+    # Two nodes, and in each of them a call of the two leaves: 6 functions, 3 call sites.
+    assert text.count('\n.func ') == 6 and text.count('.calltargets') == 3
+    assert 'call (C2_ret), %C2_fp' in text
+    ptxas([('kernel', k) for k in kernels])

@@ -15,6 +15,8 @@ Entry ABI: kernel(.param .u64 params, .param .u64 size); params points to the ar
 64-bit slots (buffer addresses and element counts) that the CPU backend also uses.
 """
 
+import re
+
 from ..ops import ARITY, CALL_OPS, COMPARISONS, LOOP_OPS, TYPE_NAMES
 
 HEADER = '.version 7.0\n.target sm_80\n.address_size 64\n'
@@ -234,6 +236,10 @@ def fields(tname):
 
 
 FIELDS = {t: fields(t) for t in KIND}
+_TOKEN = re.compile(r'%[A-Za-z_][A-Za-z0-9_]*')
+RANGED = re.compile(r'^%(p|r|rd)(\d+)$')            # declared by the .reg %x<n> ranges
+_MASK = re.compile(r'^%C\d+_p\d+$')                  # the lanes of a call target
+_NAMED = re.compile(r'^%(p|r|rd|v)(\d+)_[A-Za-z0-9_]+$')   # an instruction's temporaries
 
 
 class _Renderer:
@@ -245,7 +251,11 @@ class _Renderer:
         self.entry = []        # before the lane loop
         self.body = []         # inside the lane loop
         self.offsets = set()   # byte sizes whose lane offsets the loop body needs
-        self.globals = {}      # module-scope declarations (print formats, vprintf)
+        self.globals = {}      # module-scope declarations (print formats, vprintf, .funcs)
+        self.literals = {}     # register -> the line that sets it (literals)
+        self.outer = []        # (body, decls, call_start register) that a target interrupts
+        self.targets = {}      # call number -> its rendered targets
+        self.types = None      # register -> its .param type (see value_type)
 
     def decl(self, rtype, name):
         self.decls[f'.reg .{rtype} {name};'] = None
@@ -334,7 +344,8 @@ class _Renderer:
     def op_literal(self, ins, r, reg):
         # Set once before the loop; ptxas rematerializes or folds them as it sees fit.
         op = 'mov.pred' if ins.type == 'bool' else f'mov.b{BITS[ins.type]}'
-        self.entry.append(f'  {op} {r}, {constant(ins.type, ins.literal)};')
+        self.literals[r] = f'  {op} {r}, {constant(ins.type, ins.literal)};'
+        self.entry.append(self.literals[r])
 
     def op_counter(self, ins, r, reg):
         self.body.append(f'  cvt.u32.u64 {r}, %idx;')
@@ -525,7 +536,8 @@ class _Renderer:
     def op_loop_output(self, ins, r, reg):
         self.names[reg] = self.names[ins.args[0]]
 
-    # ---- symbolic calls: each thread runs the one target its lane selects ----
+    # ---- symbolic calls: each distinct target is a .func of its own; each thread calls its
+    # lane's target through a function pointer (an indirect call listing the targets) ----
     def op_call_start(self, ins, r, reg):
         n, t = ins.literal, ins.extra
         call = self.k.calls[n]
@@ -534,6 +546,7 @@ class _Renderer:
                 if res >= 0:
                     typ = self.k.instrs[res].type
                     self.move(typ, PREFIX[typ] + str(res), '0')
+            self.targets[n] = []
         p, q = f'%C{n}_p{t}', f'%C{n}_q{t}'
         self.decl('pred', p)
         self.decl('pred', q)
@@ -542,8 +555,10 @@ class _Renderer:
             if code == t:
                 self.body += [f'  setp.eq.u32 {q}, {self.names[call.selector]}, '
                               f'{constant("uint32", key)};', f'  or.pred {p}, {p}, {q};']
-        self.body += [f'  and.pred {p}, {p}, {self.names[call.active]};',
-                      f'  @!{p} bra $C{n}_s{t};']
+        self.body.append(f'  and.pred {p}, {p}, {self.names[call.active]};')
+        # The target's code goes into a function of its own: render it into a fresh body.
+        self.outer.append((self.body, self.decls, reg))
+        self.body, self.decls = [], {}
 
     def op_call_arg(self, ins, r, reg):
         self.names[reg] = self.names[ins.args[0]]
@@ -554,17 +569,112 @@ class _Renderer:
     def op_call_end(self, ins, r, reg):
         n, t = ins.literal, ins.extra
         call = self.k.calls[n]
-        for res, out in zip(call.results, call.outputs[t]):
-            if res >= 0:
-                typ = self.k.instrs[res].type
-                self.move(typ, PREFIX[typ] + str(res), self.names[out])
-        self.body.append(f'$C{n}_s{t}:')
+        outs = [self.names[o] for res, o in zip(call.results, call.outputs[t]) if res >= 0]
+        body, decls = self.body, self.decls
+        self.body, self.decls, start = self.outer.pop()
+        self.targets[n].append((t, start, reg, body, decls, outs))
 
     def op_call(self, ins, r, reg):
-        pass                               # the targets ran at their own positions
+        n, call = ins.literal, self.k.calls[ins.literal]
+        targets = self.targets.pop(n)
+        # One signature for all targets (an indirect call needs it): every target takes all
+        # the caller's values that any of them reads (literals are set again inside).
+        free = {}
+        for _, start, end, body, decls, outs in targets:
+            for tok in self.free_values(start, end, body + outs, decls):
+                if tok not in self.literals and not re.match(f'%C{n}_p\\d+$', tok):
+                    free.setdefault(tok, self.value_type(tok))
+        args = list(free.items())
+        results = [(res, self.k.instrs[res].type) for res in call.results if res >= 0]
+        ret = f'(.param .align 8 .b8 ret[{8 * len(results)}]) ' if results else ''
+        params = ', '.join(f'.param .{"b32" if k == "pred" else k} a{j}'
+                           for j, (_, k) in enumerate(args))
+        names = []
+        for t, _, _, body, decls, outs in targets:
+            name = f'{self.name}_C{n}_f{t}'
+            names.append((t, name))
+            size = len(self.k.instrs)
+            own = [f'.reg .pred %p<{size}>;', f'.reg .b32 %r<{size}>;', f'.reg .b64 %rd<{size}>;',
+                   f'.reg .pred %C{n}_p{t};', '.reg .b32 %arg;',
+                   *(f'.reg .{k} {tok};' for tok, k in args if not RANGED.match(tok)), *decls]
+            lines = [f'.func {ret}{name}({params})', '{', *dict.fromkeys(own),
+                     f'  mov.pred %C{n}_p{t}, 1;']        # the lanes that call it
+            for j, (tok, k) in enumerate(args):
+                if k == 'pred':
+                    lines += [f'  ld.param.b32 %arg, [a{j}];', f'  setp.ne.b32 {tok}, %arg, 0;']
+                else:
+                    lines.append(f'  ld.param.{k} {tok}, [a{j}];')
+            used = set(_TOKEN.findall('\n'.join(body + outs)))
+            lines += [line for tok, line in self.literals.items() if tok in used]
+            lines += body
+            for k, ((_, typ), out) in enumerate(zip(results, outs)):
+                if typ == 'bool':
+                    lines += [f'  selp.b32 %arg, 1, 0, {out};',
+                              f'  st.param.b32 [ret+{8 * k}], %arg;']
+                else:
+                    lines.append(f'  st.param.b{BITS[typ]} [ret+{8 * k}], {out};')
+            self.globals['\n'.join(lines + ['  ret;', '}'])] = None
+        # The call site: this lane's target's address, then one indirect call.
+        fp, c = f'%C{n}_fp', f'%C{n}_any'
+        self.decl('b64', fp)
+        self.decl('pred', c)
+        self.decl('b32', '%arg')
+        b = self.body
+        b.append(f'  mov.u64 {fp}, 0;')
+        b += [f'  @%C{n}_p{t} mov.u64 {fp}, {name};' for t, name in names]
+        b += [f'  setp.ne.u64 {c}, {fp}, 0;', f'  @!{c} bra $C{n}_done;', '  {']
+        for j, (tok, k) in enumerate(args):
+            b.append(f'  .param .{"b32" if k == "pred" else k} C{n}_a{j};')
+            if k == 'pred':
+                b += [f'  selp.b32 %arg, 1, 0, {tok};', f'  st.param.b32 [C{n}_a{j}], %arg;']
+            else:
+                b.append(f'  st.param.{k} [C{n}_a{j}], {tok};')
+        if results:
+            b.append(f'  .param .align 8 .b8 C{n}_ret[{8 * len(results)}];')
+        b.append(f'  $C{n}_list: .calltargets {", ".join(name for _, name in names)};')
+        arglist = ', '.join(f'C{n}_a{j}' for j in range(len(args)))
+        b.append(f'  call {f"(C{n}_ret), " if results else ""}{fp}, ({arglist}), $C{n}_list;')
+        for k, (res, typ) in enumerate(results):
+            dst = PREFIX[typ] + str(res)
+            if typ == 'bool':
+                b += [f'  ld.param.b32 %arg, [C{n}_ret+{8 * k}];', f'  setp.ne.b32 {dst}, %arg, 0;']
+            else:
+                b.append(f'  ld.param.b{BITS[typ]} {dst}, [C{n}_ret+{8 * k}];')
+        b += ['  }', f'$C{n}_done:']
+
+    def free_values(self, start, end, lines, decls):
+        """The registers `lines` (the code of instructions start..end, with its own
+        declarations `decls`) read but do not define: the caller's values."""
+        local = {name for d in decls if d.startswith('.reg')
+                 for name in d.rstrip(';').split(None, 2)[2].replace(' ', '').split(',')}
+        found = []
+        for tok in _TOKEN.findall('\n'.join(lines)):
+            m = RANGED.match(tok) or _NAMED.match(tok)
+            if tok in local or (m and m.group(2) and start <= int(m.group(2)) <= end):
+                continue
+            if tok not in found and self.value_type(tok):
+                found.append(tok)
+        return found
+
+    def value_type(self, tok):
+        """The .param/ld type of a caller's register ('pred' for predicates), or None."""
+        if self.types is None:
+            self.types = {'%idx': 'b64', '%params': 'b64'}
+            for reg, ins in enumerate(self.k.instrs):
+                name = self.names[reg] if reg < len(self.names) else None
+                if name and name.startswith('%') and ins.type != 'void':
+                    self.types.setdefault(name, 'b64' if ins.type == 'ptr' else (
+                        'pred' if ins.type == 'bool' else f'b{BITS[ins.type]}'))
+                if ins.op == 'lane_ptr':
+                    self.types[f'{name}_sz'] = 'b64'
+        if tok.startswith('%q') or tok.startswith('%off'):
+            return 'b64'
+        if _MASK.match(tok):
+            return 'pred'
+        return self.types.get(tok)
 
     def op_call_result(self, ins, r, reg):
-        pass                               # written by each target's call_end
+        pass                               # loaded from the call's return value
 
     def op_print(self, ins, r, reg):
         """vprintf for each active lane (in no particular lane order, unlike the CPU)."""
