@@ -1,9 +1,9 @@
-"""python -m benchmarks SUITE [SUITE...] (suites: core, loops)."""
+"""python -m benchmarks SUITE [SUITE...] (suites: core, loops, dispatch, callopt)."""
 
 import importlib
 import sys
 
-SUITES = ('core', 'loops', 'dispatch')
+SUITES = ('core', 'loops', 'dispatch', 'callopt')
 
 
 def main(argv):

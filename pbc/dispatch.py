@@ -210,15 +210,14 @@ def _symbolic(selector, active, targets, args, what):
     width = len(selector)
     arrays, build = flatten(args)
     optimize = flag(JitFlag.OptimizeCalls)
-    closure, pointers = _closure_data(selector, targets)
+    values, sources, pointers = _closure_data(selector, targets)
     starts, ends, first, types, outs = [], [], None, None, []
     try:
-        for key, fn, obj in targets:
+        for (key, fn, obj), closure, mine in zip(targets, values, sources):
             start = _runtime.call_begin(key, width, selector._backend_code)
             saved = _swap_attributes(obj, closure)
-            sources = _runtime.set_closure_sources({})      # of an enclosing call
-            _runtime.set_closure_sources(
-                {**sources, **{obj.__dict__[n].index: p for n, p in pointers.items()}})
+            outer = _runtime.set_closure_sources({})        # of an enclosing call
+            _runtime.set_closure_sources({**outer, **mine})
             try:
                 # Literal arguments go in as they are: the target folds them (OptimizeCalls).
                 inner = [a if optimize and a.state == 'literal' else
@@ -246,7 +245,7 @@ def _symbolic(selector, active, targets, args, what):
                 raise
             finally:
                 _swap_attributes(obj, saved)
-                _runtime.set_closure_sources(sources)
+                _runtime.set_closure_sources(outer)
             starts.append(start)
             outs.append(leaves)
             ends.append(_runtime.call_end(start, [x.index for x in leaves]))
@@ -255,7 +254,7 @@ def _symbolic(selector, active, targets, args, what):
             _runtime.dec_ref(end)
         raise
     finally:
-        for p in pointers.values():
+        for p in pointers:
             _runtime.dec_ref(p)
     ids = _runtime.call_site(selector, active, ends, [t.Type for t in types], len(arrays))
     results = [_runtime.wrap_index(t, i) for t, i in zip(types, ids)]
@@ -282,39 +281,50 @@ def _devirtualize(starts, outs, results, active, effects):
 
 
 def _closure_data(selector, targets):
-    """Instance attributes that are JIT arrays (of one type, present in every target), as
-    closure data: for a width-1 attribute, a table of every target's value read per lane at
-    the lane's target's slot; for a wider one, a pointer per lane to the lane's target's
-    array, which gathers inside the targets go through. Reading them so makes the code of
-    instances that differ only in these values the same code (which MergeFunctions then
-    shares). Returns ({name: per-lane value}, {name: lane pointer variable}); the caller
-    owns a reference to each lane pointer."""
-    objs = [obj for _, _, obj in targets if isinstance(obj, Object)]
-    if len(objs) < 2:
-        return {}, {}
-    found = {}
-    for obj in objs:
-        for name, v in getattr(obj, '__dict__', {}).items():
+    """Instance attributes that are JIT arrays, as closure data: per attribute (name, type,
+    and whether it has one value), for the targets that have it, either a table of their
+    values read per lane at the lane's target's slot (one value each), or a pointer per
+    lane to the lane's target's array, which gathers inside the targets go through. Read
+    so, instances that differ only in these values have the same code (which
+    MergeFunctions then shares). Returns, per target, its {name: per-lane value} and its
+    {array variable: lane pointer variable}, and the lane pointers (the caller owns a
+    reference to each)."""
+    objs = [obj if isinstance(obj, Object) else None for _, _, obj in targets]
+    none = ([{}] * len(targets), [{}] * len(targets), [])
+    keys = [obj.pbc_id for obj in objs if obj is not None]
+    if len(keys) < 2 or max(keys) >= 1 << 16:
+        return none
+    found = {}                                # (name, type, wide) -> {target: value}
+    for t, obj in enumerate(objs):
+        for name, v in getattr(obj, '__dict__', {}).items() if obj is not None else ():
             if isinstance(v, ArrayBase) and len(v) > 0:
-                found.setdefault(name, []).append(v)
-    found = {n: vs for n, vs in found.items()
-             if len(vs) == len(objs) and len({type(v) for v in vs}) == 1
-             and len({len(v) == 1 for v in vs}) == 1}
-    keys = [obj.pbc_id for obj in objs]
-    if not found or max(keys) >= 1 << 16:
-        return {}, {}
+                found.setdefault((name, type(v), len(v) > 1), {})[t] = v
+    found = {k: vs for k, vs in found.items() if len(vs) > 1}
+    if not found:
+        return none
     table = np.zeros(max(keys) + 1, dtype=np.uint32)
-    table[keys] = np.arange(len(keys), dtype=np.uint32)
+    for t, obj in enumerate(objs):
+        if obj is not None:
+            table[obj.pbc_id] = t
     U = _runtime.class_for(selector, 'uint32')
-    slot = gather(U, U(table), selector)              # each lane's instance, numbered
-    values, pointers = {}, {}
-    for name, vs in found.items():
-        T = type(vs[0])
-        if len(vs[0]) == 1:
-            values[name] = gather(T, T(np.concatenate([v.numpy() for v in vs])), slot)
+    slot = gather(U, U(table), selector)              # each lane's target, numbered
+    values, sources, pointers = [{} for _ in objs], [{} for _ in objs], []
+    for (name, T, wide), vs in found.items():
+        if wide:
+            # Targets without the attribute get some valid buffer: their code never uses it.
+            any_array = next(iter(vs.values()))
+            pointers.append(_runtime.lane_pointer(
+                slot, [vs.get(t, any_array) for t in range(len(objs))]))
+            for t, v in vs.items():
+                sources[t][v.index] = pointers[-1]
         else:
-            pointers[name] = _runtime.lane_pointer(slot, vs)
-    return values, pointers
+            data = np.zeros(len(objs), dtype=T.Type if T.Type != 'bool' else np.bool_)
+            for t, v in vs.items():
+                data[t] = v.numpy()[0]
+            value = gather(T, T(data), slot)
+            for t in vs:
+                values[t][name] = value
+    return values, sources, pointers
 
 
 def _swap_attributes(obj, values):

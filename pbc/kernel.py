@@ -234,8 +234,9 @@ def assemble(backend, outputs, records, size, optimize_loops=True, merge_functio
 
 def _merge_targets(records, order):
     """Targets of a call whose code is the same (the same instructions on the same values
-    from outside) run one copy of it: returns the order without the copies, and for each
-    dropped target's call_start the call_start whose code it runs."""
+    from outside; outputs that assembly dropped do not count) run one copy of it: returns
+    the order without the copies, and for each dropped target's call_start the call_start
+    whose code it runs."""
     index = {p: i for i, p in enumerate(order)}
     drop, code_of = set(), {}
     for r in records:
@@ -247,7 +248,8 @@ def _merge_targets(records, order):
             block = order[index[start]:index[end] + 1]
             local = {p: i for i, p in enumerate(block)}
             sig = tuple((q[1], q[2], q[3] == 1, q[5] if j else 0, q[6],
-                         tuple(('i', local[d]) if d in local else ('o', d) for d in q[4]))
+                         tuple(('i', local[d]) if d in local else ('o', d) if d in index
+                               else ('dead',) for d in q[4]))
                         for j, q in enumerate(records[p] for p in block))
             if sig in seen:
                 code_of[start] = seen[sig]

@@ -513,3 +513,42 @@ def test_array_attributes_in_loops_nested_calls_and_scatters(mode):
     np.testing.assert_allclose(y.numpy(), np.array(ref, dtype=np.float32), rtol=1e-6)
     calls = [sum(1 for k in range(n) if k % 5 and k % 2 == j) for j in range(2)]
     assert [o.hits.numpy().tolist() for o in outers] == [[c, 0] for c in calls]
+
+
+def test_closure_data_of_some_classes_only():
+    # Closure data is per attribute, for the targets that have it: the six instances of A
+    # (other values, other arrays) run one copy of their code next to B's. An output
+    # nobody reads does not keep otherwise equal targets apart.
+    class Base(pbc.Object):
+        pass
+
+    class A(Base):
+        def __init__(self, k):
+            self.k = Float(k)
+            self.table = Float(np.arange(k + 2, dtype=np.float32) * 10)
+
+        def f(self, x, i):
+            return x * self.k + pbc.gather(Float, self.table, i), x + self.k
+
+    class B(Base):
+        def __init__(self):
+            self.k = UInt32(7)                  # the same name, another type
+
+        def f(self, x, i):
+            return x - Float(self.k), x * 0
+
+    objs = [A(k) for k in range(6)] + [B()]
+    n = 70
+    ptrs = Ptr[Base]([objs[k % 7] for k in range(n)])
+    x = Float(np.arange(n, dtype=np.float32))
+    i = UInt32(np.arange(n, dtype=np.uint32) % 4)
+    with pbc.scoped_set_flag(pbc.JitFlag.KernelHistory):
+        pbc.kernel_history_clear()
+        y, unused = ptrs.f(x, i)
+        del unused
+        pbc.eval(y)
+        rec = pbc.kernel_history()[-1]
+    assert rec['call_targets'] == 7 and rec['call_targets_merged'] == 5
+    ref = [k - 7 if k % 7 == 6 else
+           k * (k % 7) + (10 * (k % 4) if k % 4 < k % 7 + 2 else 0) for k in range(n)]
+    assert y.numpy().tolist() == ref
