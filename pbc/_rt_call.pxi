@@ -120,48 +120,57 @@ cdef inline bint commutative(uint16_t op) noexcept:
     # on the order)
     return op in (OP_ADD, OP_MUL, OP_AND, OP_OR, OP_XOR, OP_MULHI, OP_EQ, OP_NE, OP_FMA)
 
-def call_output_keys(uint32_t start, list outputs, dict table, bint ops=True):
-    """For each output of target `start`: a number that two outputs (of any targets sharing
-    `table`) have in common exactly when they compute the same pure function of the same
-    arguments, outside values and literals; -1 for an output that is not such a function
-    (it reads memory, or comes from a loop or a nested call). Without `ops`, only outputs
-    that are an argument, an outside value or a literal themselves get a number."""
+cdef int alike(uint32_t a, uint32_t sa, uint32_t b, uint32_t sb, bint ops, dict memo,
+               int depth) except -1:
+    """1 if value a of target sa is the same pure function of the same arguments, outside
+    values and literals as value b of target sb (a may be b: then whether it is such a
+    function at all); else 0. Comparing side by side stops at the first difference."""
+    if a == b and not inside_target(a, sa):
+        return 1
+    key = (a, b)
+    if key in memo:
+        return memo[key]
+    cdef Var* va = &vars[a]
+    cdef Var* vb = &vars[b]
+    cdef int r = 0, k
+    if va.op == OP_LITERAL or vb.op == OP_LITERAL:
+        r = (va.op == vb.op and va.vtype == vb.vtype and va.size == vb.size
+             and va.literal == vb.literal)
+    elif not inside_target(a, sa) or not inside_target(b, sb):
+        r = 0                                    # outside values: the same one (a == b)
+    elif va.op == OP_CALL_ARG or vb.op == OP_CALL_ARG:
+        r = va.op == vb.op and va.dep[1] == vb.dep[1]
+    elif (ops and depth < 2000 and pure_op(va.op) and va.op == vb.op and va.vtype == vb.vtype
+          and va.size == vb.size and va.literal == vb.literal and va.extra == vb.extra):
+        r = 1
+        for k in range(4):
+            if r and (va.dep[k] != 0) != (vb.dep[k] != 0):
+                r = 0
+            elif r and va.dep[k]:
+                r = alike(va.dep[k], sa, vb.dep[k], sb, ops, memo, depth + 1)
+        if not r and commutative(va.op):         # a + b and b + a are the same value
+            r = (alike(va.dep[0], sa, vb.dep[1], sb, ops, memo, depth + 1)
+                 and alike(va.dep[1], sa, vb.dep[0], sb, ops, memo, depth + 1)
+                 and (va.dep[2] == 0 or alike(va.dep[2], sa, vb.dep[2], sb, ops, memo,
+                                                depth + 1)))
+    memo[key] = r
+    return r
+
+def call_outputs_alike(uint32_t start, uint32_t value, list others, bint ops=True):
+    """Whether output `value` of target `start` and the outputs `others` ((target, value)
+    pairs) all compute the same pure function of the same arguments, outside values and
+    literals (with `others` empty: whether it is such a function). Without `ops`, only
+    outputs that are an argument, an outside value or a literal themselves qualify."""
     cdef dict memo = {}
-    cdef list stack, pending
-    cdef uint32_t i, d
-    cdef Var* v
-    cdef int k
-    for root in outputs:
-        stack = [root]
-        while stack:
-            i = stack[len(stack) - 1]
-            if i in memo:
-                stack.pop()
-                continue
-            v = &vars[i]
-            if v.op == OP_LITERAL:
-                key = ('l', v.vtype, v.size, v.literal)
-            elif not inside_target(i, start):
-                key = ('o', i)
-            elif v.op == OP_CALL_ARG:
-                key = ('a', v.dep[1])
-            elif pure_op(v.op) and ops:
-                pending = [v.dep[k] for k in range(4) if v.dep[k] and v.dep[k] not in memo]
-                if pending:
-                    stack += pending
-                    continue
-                deps = tuple([memo[v.dep[k]] for k in range(4) if v.dep[k]])
-                if commutative(v.op):            # a + b and b + a are the same value
-                    deps = tuple(sorted(deps[:2])) + deps[2:]
-                key = None if -1 in deps else (v.op, v.vtype, v.size, v.literal, v.extra, deps)
-            else:
-                key = None
-            memo[i] = -1 if key is None else table.setdefault(key, len(table))
-            stack.pop()
-    return [memo[x] for x in outputs]
+    if not others:
+        return alike(value, start, value, start, ops, memo, 0) == 1
+    for t, v in others:
+        if not alike(value, start, v, t, ops, memo, 0):
+            return False
+    return True
 
 def call_hoist(uint32_t start, uint32_t root):
-    """Output `root` of target `start` (accepted by call_output_keys) computed again
+    """Output `root` of target `start` (accepted by call_outputs_alike) computed again
     outside the call, from the caller's values. Returns a new reference."""
     cdef dict new = {}
     cdef list stack = [root], pending

@@ -270,13 +270,11 @@ def _devirtualize(starts, outs, results, active, effects):
     the call's copies are then unused and dropped with their code (OptimizeCalls). With
     side effects in the targets, only outputs that are such values themselves are (a
     computation moved after the call could see memory the targets wrote)."""
-    table = {}
-    keys = [_runtime.call_output_keys(s, [x.index for x in o], table, not effects)
-            for s, o in zip(starts, outs)]
-    for k, key in enumerate(keys[0]):
-        if key >= 0 and all(ks[k] == key for ks in keys):
+    for k, leaf in enumerate(outs[0]):
+        others = [(s, o[k].index) for s, o in zip(starts[1:], outs[1:])]
+        if _runtime.call_outputs_alike(starts[0], leaf.index, others, not effects):
             T = type(results[k])
-            value = _runtime.wrap_index(T, _runtime.call_hoist(starts[0], outs[0][k].index))
+            value = _runtime.wrap_index(T, _runtime.call_hoist(starts[0], leaf.index))
             results[k] = select(active, value, 0)
 
 
