@@ -552,3 +552,37 @@ def test_closure_data_of_some_classes_only():
     ref = [k - 7 if k % 7 == 6 else
            k * (k % 7) + (10 * (k % 4) if k % 4 < k % 7 + 2 else 0) for k in range(n)]
     assert y.numpy().tolist() == ref
+
+
+def test_literal_arguments_fold_inside_the_targets():
+    # A JIT literal argument is not passed in: the targets use it as the literal it is, so
+    # x * one folds to x and x * zero to 0 in their code (and min(x, 5) stays).
+    class Base(pbc.Object):
+        pass
+
+    class A(Base):
+        def f(self, x, one, zero):
+            return pbc.minimum(x * one, 5.0) + x * zero
+
+    class B(Base):
+        def f(self, x, one, zero):
+            return pbc.maximum(x * one, 5.0) + x * zero
+
+    objs = [A(), B()]
+    ptrs = Ptr[Base]([objs[k % 2] for k in range(16)])
+    x = Float(np.arange(16, dtype=np.float32))
+
+    def run(optimize):
+        with pbc.scoped_set_flag(pbc.JitFlag.OptimizeCalls, optimize), \
+                pbc.scoped_set_flag(pbc.JitFlag.KernelHistory):
+            pbc.kernel_history_clear()
+            y = ptrs.f(x, Float(1), Float(0))
+            pbc.eval(y)
+            return y.numpy().tolist(), pbc.kernel_history()[-1]
+
+    y, rec = run(True)
+    y2, rec2 = run(False)
+    assert y == y2 == [min(k, 5) if k % 2 == 0 else max(k, 5) for k in range(16)]
+    # three arguments per target; with folding only x is passed in
+    assert rec['call_inputs'] == 6 and rec['call_inputs_removed'] == 4
+    assert rec2['call_inputs_removed'] == 0 and rec2['ir_ops'] > rec['ir_ops']
