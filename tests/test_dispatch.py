@@ -586,3 +586,12 @@ def test_literal_arguments_fold_inside_the_targets():
     # three arguments per target; with folding only x is passed in
     assert rec['call_inputs'] == 6 and rec['call_inputs_removed'] == 4
     assert rec2['call_inputs_removed'] == 0 and rec2['ir_ops'] > rec['ir_ops']
+
+
+@pytest.mark.parametrize('optimize', [True, False])
+def test_one_target_returning_its_argument(optimize):
+    idx = UInt32(np.array([0, 1, 0, 5], dtype=np.uint32))
+    x = Float(np.array([1, 2, 3, 4], dtype=np.float32))
+    with pbc.scoped_set_flag(pbc.JitFlag.OptimizeCalls, optimize):
+        y, z = pbc.switch(idx, [lambda v: (v, v * 2)], x)
+        assert y.numpy().tolist() == [1, 0, 3, 0] and z.numpy().tolist() == [2, 0, 6, 0]
