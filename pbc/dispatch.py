@@ -260,22 +260,42 @@ def _symbolic(selector, active, targets, args, what):
     results = [_runtime.wrap_index(t, i) for t, i in zip(types, ids)]
     if optimize:
         effects = any(_runtime.var_info(e)[5] for e in ends)
-        _devirtualize(starts, outs, results, active, effects)
+        _devirtualize(starts, outs, results, lambda: _calling(selector, active, targets),
+                      effects)
     return flatten(first)[1](results)
 
 
-def _devirtualize(starts, outs, results, active, effects):
+def _calling(selector, active, targets):
+    """The lanes of `active` whose selector is the key of a target (others call nothing)."""
+    keys = sorted(key for key, _, _ in targets)
+    Bool = _runtime.class_for(selector, 'bool')
+    if keys == list(range(keys[0], keys[-1] + 1)):           # consecutive (and not 0)
+        hit = selector <= keys[-1]
+        return active & (hit if keys[0] == 1 else hit & (selector >= keys[0]))
+    if keys[-1] < 1 << 24:
+        table = np.zeros(keys[-1] + 1, dtype=np.bool_)
+        table[keys] = True
+        return active & gather(Bool, Bool(table), selector)      # out of range: False
+    hit = selector == keys[0]
+    for key in keys[1:]:
+        hit = hit | (selector == key)
+    return active & hit
+
+
+def _devirtualize(starts, outs, results, calling, effects):
     """Outputs that every target computes alike (the same pure function of the same
     arguments, outside values and literals) are computed once outside the call instead:
     the call's copies are then unused and dropped with their code (OptimizeCalls). With
     side effects in the targets, only outputs that are such values themselves are (a
     computation moved after the call could see memory the targets wrote)."""
+    lanes = None
     for k, leaf in enumerate(outs[0]):
         others = [(s, o[k].index) for s, o in zip(starts[1:], outs[1:])]
         if _runtime.call_outputs_alike(starts[0], leaf.index, others, not effects):
             T = type(results[k])
             value = _runtime.wrap_index(T, _runtime.call_hoist(starts[0], leaf.index))
-            results[k] = select(active, value, 0)
+            lanes = calling() if lanes is None else lanes
+            results[k] = select(lanes, value, 0)
 
 
 def _closure_data(selector, targets):

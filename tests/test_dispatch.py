@@ -279,24 +279,26 @@ def test_call_optimizations():
     objs = [Part(2), Part(3)]
     ptrs = Ptr[Part]([objs[k % 2] for k in range(20)])
     x = Float(np.arange(20, dtype=np.float32))
-    with pbc.scoped_set_flag(pbc.JitFlag.KernelHistory):
-        pbc.kernel_history_clear()
-        a, _unused, same = ptrs.f(x, 2.0)
-        pbc.eval(a, same)
-        rec = pbc.kernel_history()[-1]
-    assert a.numpy().tolist() == [k * (k % 2 + 2) * 2 for k in range(20)]
-    assert same.numpy().tolist() == [k + 1 for k in range(20)]
-    del _unused
-    assert rec['call_outputs_removed'] == 2 and rec['call_targets'] == 2
 
-    with pbc.scoped_set_flag(pbc.JitFlag.OptimizeCalls, False):
-        pbc.kernel_history_clear()
-        with pbc.scoped_set_flag(pbc.JitFlag.KernelHistory):
-            a2, u2, same2 = ptrs.f(x, 2.0)
-            pbc.eval(a2, same2)
-            rec2 = pbc.kernel_history()[-1]
-    assert a2.numpy().tolist() == a.numpy().tolist()
-    assert rec2['call_outputs_removed'] == 0 and rec2['ir_ops'] > rec['ir_ops']
+    def run(optimize):
+        with pbc.scoped_set_flag(pbc.JitFlag.OptimizeCalls, optimize), \
+                pbc.scoped_set_flag(pbc.JitFlag.KernelHistory):
+            pbc.kernel_history_clear()
+            a, _unused, same = ptrs.f(x, 2.0)
+            pbc.schedule(a, same)
+            kernel, = pbc.evaluate.take_kernels()
+            pbc.eval(a, same)
+            return a.numpy().tolist(), same.numpy().tolist(), kernel, pbc.kernel_history()[-1]
+
+    a, same, kernel, rec = run(True)
+    assert a == [k * (k % 2 + 2) * 2 for k in range(20)]
+    assert same == [k + 1 for k in range(20)]
+    assert rec['call_outputs_removed'] == 2 and rec['call_targets'] == 2
+    assert not kernel.uses('sqrt')                     # the unused output's code is gone
+    assert sum(r >= 0 for r in kernel.calls[0].results) == 1     # one output left
+    a2, same2, kernel2, rec2 = run(False)
+    assert (a2, same2) == (a, same) and rec2['call_outputs_removed'] == 0
+    assert kernel2.uses('sqrt')
 
 
 def test_instances_of_a_class_share_code_through_closure_data():
@@ -347,19 +349,22 @@ def test_devirtualization():
                 pbc.scoped_set_flag(pbc.JitFlag.KernelHistory):
             pbc.kernel_history_clear()
             out = ptrs.f(x, y)
+            pbc.schedule(out)
+            kernel, = pbc.evaluate.take_kernels()
             pbc.eval(out)
-            return [o.numpy().tolist() for o in out], pbc.kernel_history()[-1]
+            sqrts = sum(i.op == 'sqrt' for i in kernel.instrs)
+            return [o.numpy().tolist() for o in out], pbc.kernel_history()[-1], sqrts
 
-    (alike, other, root), rec = run(True)
+    (alike, other, root), rec, sqrts = run(True)
     ref = [(k * 2 + 1, k - 1, np.sqrt(np.float32(k))) if k % 3 == 0 else
            (k * 2 + 1, k + 1, np.sqrt(np.float32(k))) if k % 3 == 1 else (0, 0, 0)
            for k in range(30)]
     assert alike == [r[0] for r in ref] and other == [r[1] for r in ref]
     np.testing.assert_allclose(root, [r[2] for r in ref], rtol=1e-7)
     assert rec['call_outputs'] == 3 and rec['call_outputs_removed'] == 2
-    outs2, rec2 = run(False)
+    outs2, rec2, sqrts2 = run(False)
     assert outs2 == [alike, other, root] and rec2['call_outputs_removed'] == 0
-    assert rec2['ir_ops'] > rec['ir_ops']
+    assert (sqrts, sqrts2) == (1, 2)            # once outside, rather than in each target
 
     with pbc.scoped_set_flag(pbc.JitFlag.KernelHistory):
         pbc.kernel_history_clear()
@@ -595,3 +600,29 @@ def test_one_target_returning_its_argument(optimize):
     with pbc.scoped_set_flag(pbc.JitFlag.OptimizeCalls, optimize):
         y, z = pbc.switch(idx, [lambda v: (v, v * 2)], x)
         assert y.numpy().tolist() == [1, 0, 3, 0] and z.numpy().tolist() == [2, 0, 6, 0]
+
+
+@pytest.mark.parametrize('optimize', [True, False])
+def test_alike_outputs_are_zero_where_nothing_is_called(optimize):
+    # Lanes pointing to an instance without the method call nothing: an output moved out
+    # of the call must still be zero there.
+    class Base(pbc.Object):
+        pass
+
+    class With(Base):
+        def __init__(self, k):
+            self.k = k
+
+        def m(self, x):
+            return x + 1, x * self.k
+
+    class Without(Base):
+        pass
+
+    objs = [With(2), Without(), With(3), None]
+    ptrs = Ptr[Base]([objs[k % 4] for k in range(12)])
+    x = Float(np.arange(12, dtype=np.float32))
+    with pbc.scoped_set_flag(pbc.JitFlag.OptimizeCalls, optimize):
+        a, b = ptrs.m(x)
+        assert a.numpy().tolist() == [k + 1 if k % 4 in (0, 2) else 0 for k in range(12)]
+        assert b.numpy().tolist() == [k * [2, 0, 3, 0][k % 4] for k in range(12)]
