@@ -9,6 +9,7 @@ masked-off lanes do nothing and return zeros.
 """
 
 import functools
+import heapq
 import itertools
 import weakref
 
@@ -24,6 +25,10 @@ from .tree import children, flatten, paths, rebuild
 
 _instances = {}                 # id -> weak reference to the registered instance
 _ids = itertools.count(1)       # 0 is the null pointer
+_free_ids = []                  # ids of deleted instances, reused smallest first (a heap)
+# Tables indexed by instance id (closure data slots, which lanes call a target) are used
+# up to this id; ids are reused, so they stay below the number of live instances.
+TABLE_IDS = 1 << 16
 _active_calls = []              # (target key, name) of the symbolic calls being traced
 
 
@@ -33,15 +38,20 @@ class Object:
 
     def __new__(cls, *args, **kwargs):
         obj = super().__new__(cls)
-        i = next(_ids)
+        i = heapq.heappop(_free_ids) if _free_ids else next(_ids)
         object.__setattr__(obj, '_pbc_id', i)
         _instances[i] = weakref.ref(obj)
-        weakref.finalize(obj, _instances.pop, i, None)
+        weakref.finalize(obj, _unregister, i)
         return obj
 
     @property
     def pbc_id(self):
         return self._pbc_id
+
+
+def _unregister(i):
+    _instances.pop(i, None)
+    heapq.heappush(_free_ids, i)
 
 
 def instances(base):
@@ -272,7 +282,7 @@ def _calling(selector, active, targets):
     if keys == list(range(keys[0], keys[-1] + 1)):           # consecutive (and not 0)
         hit = selector <= keys[-1]
         return active & (hit if keys[0] == 1 else hit & (selector >= keys[0]))
-    if keys[-1] < 1 << 24:
+    if keys[-1] < TABLE_IDS:
         table = np.zeros(keys[-1] + 1, dtype=np.bool_)
         table[keys] = True
         return active & gather(Bool, Bool(table), selector)      # out of range: False
@@ -310,7 +320,7 @@ def _closure_data(selector, targets):
     objs = [obj if isinstance(obj, Object) else None for _, _, obj in targets]
     none = ([{}] * len(targets), [{}] * len(targets), [])
     keys = [obj.pbc_id for obj in objs if obj is not None]
-    if len(keys) < 2 or max(keys) >= 1 << 16:
+    if len(keys) < 2 or max(keys) >= TABLE_IDS:
         return none
     found = {}                                # (name, type, wide) -> {target: value}
     for t, obj in enumerate(objs):

@@ -232,6 +232,9 @@ def assemble(backend, outputs, records, size, optimize_loops=True, merge_functio
     return k, Layout(sources, out_slots)
 
 
+LOOP_START = TRACE_OPS.index('loop_start')
+
+
 def _merge_targets(records, order):
     """Targets of a call whose code is the same (the same instructions on the same values
     from outside; outputs that assembly dropped do not count) run one copy of it: returns
@@ -247,7 +250,8 @@ def _merge_targets(records, order):
             start = records[end][4][0]
             block = order[index[start]:index[end] + 1]
             local = {p: i for i, p in enumerate(block)}
-            sig = tuple((q[1], q[2], q[3] == 1, q[5] if j else 0, q[6],
+            # (literals count, but not a target's key nor a loop's serial number)
+            sig = tuple((q[1], q[2], q[3] == 1, q[5] if j and q[1] != LOOP_START else 0, q[6],
                          tuple(('i', local[d]) if d in local else ('o', d) if d in index
                                else ('dead',) for d in q[4]))
                         for j, q in enumerate(records[p] for p in block))

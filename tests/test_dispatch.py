@@ -168,6 +168,8 @@ def test_deleted_instances_are_unregistered():
     del t
     from pbc.dispatch import instance
     assert instance(ident) is None
+    u = Temp()                    # ids of deleted instances are reused: tables stay small
+    assert u.pbc_id == ident and instance(ident) is u
 
 
 @settings(max_examples=30, deadline=None)
@@ -258,7 +260,10 @@ def test_symbolic_call_runs_targets_by_branching():
     kernel, = pbc.evaluate.take_kernels()
     from pbc.backend.llvm_render import render
     ir = render(kernel, 8)
-    assert 'switch i32' in ir and ir.count('label %C0.t0') == 2       # targets 0, 2 merged
+    # Targets 0 and 2 are merged: a table turns keys into codes, and one pass of the
+    # switch runs the shared code for the lanes of both keys.
+    assert '@C0.codes = private unnamed_addr constant [4 x i32] [i32 0, i32 1, i32 2, i32 1]' in ir
+    assert 'switch i32 %C0.key, label %C0.merge [ i32 1, label %C0.t0 i32 2, label %C0.t1 ]' in ir
     assert ir.count('define internal') == 2 and 'call { <8 x float> } @C0.f1' in ir
     assert y.numpy().tolist() == [[2, 3, 2][k % 3] for k in range(40)]
 
@@ -626,3 +631,35 @@ def test_alike_outputs_are_zero_where_nothing_is_called(optimize):
         a, b = ptrs.m(x)
         assert a.numpy().tolist() == [k + 1 if k % 4 in (0, 2) else 0 for k in range(12)]
         assert b.numpy().tolist() == [k * [2, 0, 3, 0][k % 4] for k in range(12)]
+
+
+@pytest.mark.parametrize('mode', MODES)
+def test_sparse_keys_without_tables(monkeypatch, mode):
+    # Above a bound on instance ids, lanes find their targets' shared code, closure slots
+    # and whether they call anything by comparing keys rather than reading tables.
+    import importlib
+    monkeypatch.setattr(importlib.import_module('pbc.backend.llvm_render'), 'CODE_TABLE_KEYS', 0)
+    monkeypatch.setattr(importlib.import_module('pbc.dispatch'), 'TABLE_IDS', 0)
+
+    class Base(pbc.Object):
+        pass
+
+    class Twice(Base):
+        def f(self, x):
+            return pbc.while_loop((UInt32(0), x), lambda i, v: i < 1,
+                                  lambda i, v: (i + 1, v * 2))[1], x + 1
+
+    class Other(Base):
+        pass
+
+    objs = [Twice(), Other(), Twice(), None]
+    ptrs = Ptr[Base]([objs[k % 4] for k in range(12)])
+    with pbc.scoped_set_flag(pbc.JitFlag.KernelHistory), \
+            pbc.scoped_set_flag(pbc.JitFlag.SymbolicCalls, mode == 'symbolic'):
+        pbc.kernel_history_clear()
+        y, z = ptrs.f(Float(np.arange(12, dtype=np.float32)))
+        pbc.eval(y, z)
+        assert y.numpy().tolist() == [2 * k if k % 4 in (0, 2) else 0 for k in range(12)]
+        assert z.numpy().tolist() == [k + 1 if k % 4 in (0, 2) else 0 for k in range(12)]
+        if mode == 'symbolic':
+            assert pbc.kernel_history()[-1]['call_targets_merged'] == 1

@@ -117,6 +117,7 @@ ATOMIC = {('add', 'f'): 'fadd', ('add', 'i'): 'add', ('add', 'u'): 'add',
           ('or', 'i'): 'or', ('or', 'u'): 'or', ('or', 'b'): 'or'}
 REDUCE = ('none', 'add', 'min', 'max', 'and', 'or')
 _NAME = re.compile(r'%[A-Za-z0-9_.]+')
+CODE_TABLE_KEYS = 1 << 16      # call keys below this: a table maps them to shared code
 
 
 def scalar_constant(tname, bits):
@@ -573,8 +574,9 @@ class _Renderer:
     def call_head(self, n, call):
         M, W, c = self.masks, self.W, f'%C{n}'
         I = f'i{W}'
-        pre = self.block
         self.body.append(f'  {c}.rem0 = and {M} {self.names[call.active]}, %active')
+        sel, cases = self.call_codes(n, call)
+        pre = self.block
         self.body.append(f'  br label {c}.head')
         self.label(f'C{n}.head')
         lines = [len(self.body)]
@@ -583,14 +585,11 @@ class _Renderer:
             lines.append(len(self.body))
             self.body.append(None if res >= 0 else '')    # an output so far (if used)
         self.decls[f'declare {I} @llvm.cttz.{I}({I}, i1)'] = None
-        sel = self.names[call.selector]
         V = self.vec('i32')
         self.body += [f'  {c}.bits = bitcast {M} {c}.rem to {I}',
                       f'  {c}.any = icmp ne {I} {c}.bits, 0',
                       f'  br i1 {c}.any, label {c}.pick, label {c}.exit']
         self.label(f'C{n}.pick')
-        cases = ' '.join(f'i32 {scalar_constant("uint32", key)}, label {c}.t{code}'
-                         for key, code in zip(call.keys, call.code))
         self.body += [f'  {c}.lane = call {I} @llvm.cttz.{I}({I} {c}.bits, i1 true)',
                       f'  {c}.key = extractelement {V} {sel}, {I} {c}.lane']
         self.splat_to(f'{c}.keys', 'i32', f'{c}.key')
@@ -598,6 +597,45 @@ class _Renderer:
                       f'  {c}.m = and {M} {c}.same, {c}.rem',
                       f'  switch i32 {c}.key, label {c}.merge [ {cases} ]']
         self.call_state[n] = (pre, lines, [])
+
+    def call_codes(self, n, call):
+        """What the lanes' targets are told apart by, and the switch cases: their keys, or,
+        where merged targets share code, the number of that code (1 + its target), so
+        that one pass runs a shared code for all the lanes of all its keys."""
+        keys, codes = call.keys, call.code
+        if len(set(codes)) == len(codes):
+            return self.names[call.selector], ' '.join(
+                f'i32 {scalar_constant("uint32", key)}, label %C{n}.t{t}'
+                for key, t in zip(keys, codes))
+        c, V = f'%C{n}', self.vec('i32')
+        sel = self.names[call.selector]
+        if max(keys) < CODE_TABLE_KEYS:  # a table from key to code, read with one gather
+            table = [0] * (max(keys) + 1)
+            for key, t in zip(keys, codes):
+                table[key] = t + 1
+            values = ', '.join(f'i32 {v}' for v in table)
+            self.globals.append(f'@C{n}.codes = private unnamed_addr constant '
+                                f'[{len(table)} x i32] [{values}]')
+            V64, P, M = self.vec('i64'), self.vec('ptr'), self.masks
+            name = f'masked.gather.v{self.W}i32.v{self.W}p0'
+            self.decls[f'declare {V} @llvm.{name}({P}, i32, {M}, {V})'] = None
+            self.splat_to(f'{c}.top', 'i32', str(len(table) - 1))
+            self.body += [f'  {c}.in = icmp ule {V} {sel}, {c}.top',
+                          f'  {c}.gm = and {M} {c}.in, {c}.rem0',
+                          f'  {c}.i = zext {V} {sel} to {V64}',
+                          f'  {c}.pa = getelementptr i32, ptr @C{n}.codes, {V64} {c}.i',
+                          f'  {c}.code = call {V} @llvm.{name}({P} {c}.pa, i32 4, {M} {c}.gm, '
+                          f'{V} zeroinitializer)']
+        else:                            # keys too far apart for a table: compare each
+            prev = 'zeroinitializer'
+            for j, (key, t) in enumerate(zip(keys, codes)):
+                self.splat_to(f'{c}.kk{j}', 'i32', scalar_constant('uint32', key))
+                self.body += [f'  {c}.ke{j} = icmp eq {V} {sel}, {c}.kk{j}',
+                              f'  {c}.kc{j} = select {self.masks} {c}.ke{j}, {V} '
+                              f'{self.const("uint32", t + 1)}, {V} {prev}']
+                prev = f'{c}.kc{j}'
+            self.body.append(f'  {c}.code = add {V} {prev}, zeroinitializer')
+        return f'{c}.code', ' '.join(f'i32 {t + 1}, label %C{n}.t{t}' for t in sorted(set(codes)))
 
     def op_call_arg(self, ins, r, reg):
         self.names[reg] = self.names[ins.args[0]]
