@@ -5,11 +5,12 @@ subroutines, call inputs, call outputs and loop state, in a path-tracer-shaped k
 
 The workload: a symbolic bounce loop over 2^18 lanes; each bounce dispatches to the lane's
 material (18 instances of 3 classes: width-1 JIT attributes as closure data, textures as
-arrays by pointer), which returns a direction, a weight, a pdf, an emitted radiance and a
-lobe flag. The loop reads some of them, passes a literal argument, and carries a state
-variable that nothing reads after it. Prints, per configuration (each in a fresh process
-with an empty kernel cache), the kernel_history() counts (total and removed) with the IR
-size, compile and run times; asserts nothing.
+arrays by pointer), which returns a direction, a weight, a pdf, an emitted radiance, a lobe
+flag, a roughness and a shading cosine that every material computes alike. The loop reads
+some of them, passes a literal argument, and carries a state variable that nothing reads
+after it. Prints, per configuration (each in a fresh process with an empty kernel cache),
+the kernel_history() counts (total and removed) with the IR size, compile and run times;
+asserts nothing.
 """
 
 import json
@@ -27,6 +28,11 @@ N = 1 << 18
 BOUNCES = 4
 
 
+def shading_cosine(wi):
+    """The same for every material: computed once outside the call (devirtualized)."""
+    return pbc.abs(wi.z) * 0.5 + 0.5
+
+
 class Material(pbc.Object):
     def sample(self, wi, u, roughness):
         raise NotImplementedError
@@ -40,7 +46,8 @@ class Diffuse(Material):
         phi = u * 6.2831855
         d = Array3f(pbc.cos(phi), pbc.sin(phi), pbc.sqrt(1 - u))
         return dict(wo=d, weight=Array3f(self.albedo), pdf=d.z * 0.31830987,
-                    emitted=Array3f(0), lobe=UInt32(1), roughness=roughness + wi.z * 0)
+                    emitted=Array3f(0), lobe=UInt32(1), roughness=roughness + wi.z * 0,
+                    cosine=shading_cosine(wi))
 
 
 class Textured(Material):
@@ -51,7 +58,8 @@ class Textured(Material):
         t = pbc.gather(Float, self.texture, UInt32(u * 15.99))
         d = Array3f(-wi.x, -wi.y, wi.z)
         return dict(wo=d, weight=Array3f(t, t, t * 0.5), pdf=Float(1),
-                    emitted=Array3f(t * 0.1), lobe=UInt32(2), roughness=roughness * t)
+                    emitted=Array3f(t * 0.1), lobe=UInt32(2), roughness=roughness * t,
+                    cosine=shading_cosine(wi))
 
 
 class Light(Material):
@@ -60,7 +68,7 @@ class Light(Material):
 
     def sample(self, wi, u, roughness):
         return dict(wo=wi, weight=Array3f(0), pdf=Float(0), emitted=Array3f(self.power),
-                    lobe=UInt32(0), roughness=roughness)
+                    lobe=UInt32(0), roughness=roughness, cosine=shading_cosine(wi))
 
 
 MATERIALS = ([Diffuse(0.1 + 0.05 * k) for k in range(12)]
@@ -74,7 +82,7 @@ def render(ptrs, u0):
     def body(depth, throughput, radiance, wi, u, bounce_log):
         s = ptrs.sample(wi, u, 0.5)                 # a literal argument
         radiance = radiance + throughput * s['emitted']
-        throughput = throughput * s['weight']
+        throughput = throughput * s['weight'] * s['cosine']
         u = pbc.fma(u, 0.618034, 0.1)
         u = u - pbc.floor(u)
         return depth + 1, throughput, radiance, s['wo'], u, bounce_log + s['lobe']
