@@ -11,6 +11,7 @@ masked-off lanes do nothing and return zeros.
 import functools
 import heapq
 import itertools
+import types
 import weakref
 
 import numpy as np
@@ -225,7 +226,7 @@ def _symbolic(selector, active, targets, args, what):
     try:
         for (key, fn, obj), closure, mine in zip(targets, values, sources):
             start = _runtime.call_begin(key, width, selector._backend_code)
-            saved = _swap_attributes(obj, closure)
+            saved = _swap_attributes(closure)
             outer = _runtime.set_closure_sources({})        # of an enclosing call
             _runtime.set_closure_sources({**outer, **mine})
             try:
@@ -254,7 +255,7 @@ def _symbolic(selector, active, targets, args, what):
                 _runtime.call_abort(start)
                 raise
             finally:
-                _swap_attributes(obj, saved)
+                _swap_attributes(saved)
                 _runtime.set_closure_sources(outer)
             starts.append(start)
             outs.append(leaves)
@@ -308,25 +309,39 @@ def _devirtualize(starts, outs, results, calling, effects):
             results[k] = select(lanes, value, 0)
 
 
+CLOSURE_DEPTH = 2      # attributes, and attributes of the plain objects they hold
+
+
+def _array_attributes(obj, depth=CLOSURE_DEPTH, path=()):
+    """(path, owner, name, array) for the non-empty JIT arrays among obj's attributes and,
+    `depth` - 1 levels down, among those of the objects it holds (a texture object, say)."""
+    for name, v in list(getattr(obj, '__dict__', {}).items()):
+        if isinstance(v, ArrayBase):
+            if len(v) > 0:
+                yield path + (name,), obj, name, v
+        elif depth > 1 and hasattr(v, '__dict__') and not isinstance(
+                v, (type, types.ModuleType, types.FunctionType, types.MethodType)):
+            yield from _array_attributes(v, depth - 1, path + (name,))
+
+
 def _closure_data(selector, targets):
-    """Instance attributes that are JIT arrays, as closure data: per attribute (name, type,
-    and whether it has one value), for the targets that have it, either a table of their
-    values read per lane at the lane's target's slot (one value each), or a pointer per
-    lane to the lane's target's array, which gathers inside the targets go through. Read
-    so, instances that differ only in these values have the same code (which
-    MergeFunctions then shares). Returns, per target, its {name: per-lane value} and its
-    {array variable: lane pointer variable}, and the lane pointers (the caller owns a
-    reference to each)."""
+    """Instance attributes that are JIT arrays (also those of objects the instances hold),
+    as closure data: per attribute (path, type, and whether it has one value), for the
+    targets that have it, either a table of their values read per lane at the lane's
+    target's slot (one value each), or a pointer per lane to the lane's target's array,
+    which gathers inside the targets go through. Read so, instances that differ only in
+    these values have the same code (which MergeFunctions then shares). Returns, per
+    target, its [(owner, name, per-lane value)] and its {array variable: lane pointer
+    variable}, and the lane pointers (the caller owns a reference to each)."""
     objs = [obj if isinstance(obj, Object) else None for _, _, obj in targets]
-    none = ([{}] * len(targets), [{}] * len(targets), [])
+    none = ([[]] * len(targets), [{}] * len(targets), [])
     keys = [obj.pbc_id for obj in objs if obj is not None]
     if len(keys) < 2 or max(keys) >= TABLE_IDS:
         return none
-    found = {}                                # (name, type, wide) -> {target: value}
+    found = {}                  # (path, type, wide) -> {target: (owner, name, value)}
     for t, obj in enumerate(objs):
-        for name, v in getattr(obj, '__dict__', {}).items() if obj is not None else ():
-            if isinstance(v, ArrayBase) and len(v) > 0:
-                found.setdefault((name, type(v), len(v) > 1), {})[t] = v
+        for path, owner, name, v in _array_attributes(obj) if obj is not None else ():
+            found.setdefault((path, type(v), len(v) > 1), {})[t] = owner, name, v
     found = {k: vs for k, vs in found.items() if len(vs) > 1}
     if not found:
         return none
@@ -336,33 +351,34 @@ def _closure_data(selector, targets):
             table[obj.pbc_id] = t
     U = _runtime.class_for(selector, 'uint32')
     slot = gather(U, U(table), selector)              # each lane's target, numbered
-    values, sources, pointers = [{} for _ in objs], [{} for _ in objs], []
-    for (name, T, wide), vs in found.items():
+    values, sources, pointers = [[] for _ in objs], [{} for _ in objs], []
+    for (_, T, wide), vs in found.items():
         if wide:
             # Targets without the attribute get some valid buffer: their code never uses it.
-            any_array = next(iter(vs.values()))
+            arrays = {t: v for t, (_, _, v) in vs.items()}
+            any_array = next(iter(arrays.values()))
             pointers.append(_runtime.lane_pointer(
-                slot, [vs.get(t, any_array) for t in range(len(objs))]))
-            for t, v in vs.items():
+                slot, [arrays.get(t, any_array) for t in range(len(objs))]))
+            for t, v in arrays.items():
                 sources[t][v.index] = pointers[-1]
         else:
             data = np.zeros(len(objs), dtype=T.Type if T.Type != 'bool' else np.bool_)
-            for t, v in vs.items():
+            for t, (_, _, v) in vs.items():
                 data[t] = v.numpy()[0]
             value = gather(T, T(data), slot)
-            for t in vs:
-                values[t][name] = value
+            for t, (owner, name, _) in vs.items():
+                values[t].append((owner, name, value))
     return values, sources, pointers
 
 
-def _swap_attributes(obj, values):
-    """Sets obj's attributes to `values` ({name: value}); returns the old ones."""
-    old = {}
-    if isinstance(obj, Object):
-        for name, v in values.items():
-            old[name] = obj.__dict__[name]
-            obj.__dict__[name] = v
-    return old
+def _swap_attributes(values):
+    """Sets each owner's attribute `name` to `value` ([(owner, name, value)]); returns
+    what puts the old ones back (applied in order, also when an owner comes twice)."""
+    old = []
+    for owner, name, v in values:
+        old.append((owner, name, owner.__dict__[name]))
+        owner.__dict__[name] = v
+    return old[::-1]
 
 
 def _as_arrays(r, like):

@@ -663,3 +663,50 @@ def test_sparse_keys_without_tables(monkeypatch, mode):
         assert z.numpy().tolist() == [k + 1 if k % 4 in (0, 2) else 0 for k in range(12)]
         if mode == 'symbolic':
             assert pbc.kernel_history()[-1]['call_targets_merged'] == 1
+
+
+class Texture:
+    """A plain object held by instances: its JIT arrays are closure data too."""
+
+    def __init__(self, values, scale):
+        self.data, self.scale = Float(values), Float(scale)
+
+    def eval(self, i):
+        return pbc.gather(Float, self.data, i) * self.scale
+
+
+class Textured(pbc.Object):
+    def __init__(self, texture):
+        self.texture = texture
+
+    def eval(self, i):
+        return self.texture.eval(i) + 1
+
+
+@pytest.mark.parametrize('mode', MODES)
+def test_closure_data_of_held_objects(mode):
+    shared = Texture(np.arange(3, dtype=np.float32) * 7, 0.5)
+    objs = [Textured(Texture(np.arange(n, dtype=np.float32) * (n + 1), n)) for n in (2, 5, 4)]
+    objs.append(Textured(shared))
+    objs.append(Textured(shared))                     # two instances hold the same texture
+    n = 40
+    ptrs = Ptr[Textured]([objs[k % 5] if k % 6 else None for k in range(n)])
+    idx = np.arange(n, dtype=np.uint32) % 5
+    with pbc.scoped_set_flag(pbc.JitFlag.KernelHistory), \
+            pbc.scoped_set_flag(pbc.JitFlag.SymbolicCalls, mode == 'symbolic'):
+        pbc.kernel_history_clear()
+        y = ptrs.eval(UInt32(idx))
+        pbc.eval(y)
+        merged = pbc.kernel_history()[-1].get('call_targets_merged')
+    ref = []
+    for k in range(n):
+        if k % 6 == 0:
+            ref.append(0)
+            continue
+        tex, i = objs[k % 5].texture, idx[k]
+        d = tex.data.numpy()
+        ref.append((d[i] if i < len(d) else 0) * tex.scale.numpy()[0] + 1)
+    np.testing.assert_allclose(y.numpy(), np.array(ref, dtype=np.float32), rtol=1e-6)
+    if mode == 'symbolic':
+        assert merged == 4                             # five instances, one subroutine
+    assert type(shared.scale) is Float and shared.scale.numpy().tolist() == [0.5]
