@@ -57,6 +57,19 @@ def reference(objs, xs, mask=None):
     return np.array(out, dtype=np.float32), np.array(vec, dtype=np.float32).T
 
 
+def compiled(fn, optimize):
+    """fn()'s arrays (run with OptimizeCalls on or off) as lists, the one Kernel that
+    computes them, and its kernel_history() record."""
+    with pbc.scoped_set_flag(pbc.JitFlag.OptimizeCalls, optimize), \
+            pbc.scoped_set_flag(pbc.JitFlag.KernelHistory):
+        pbc.kernel_history_clear()
+        out = fn()
+        pbc.schedule(out)
+        kernel, = pbc.evaluate.take_kernels()
+        pbc.eval(out)
+        return [o.numpy().tolist() for o in out], kernel, pbc.kernel_history()[-1]
+
+
 @settings(max_examples=25, deadline=None)
 @given(st.lists(st.integers(-1, len(SHAPES) - 1), min_size=1, max_size=40),
        st.sampled_from(MODES))
@@ -285,23 +298,17 @@ def test_call_optimizations():
     ptrs = Ptr[Part]([objs[k % 2] for k in range(20)])
     x = Float(np.arange(20, dtype=np.float32))
 
-    def run(optimize):
-        with pbc.scoped_set_flag(pbc.JitFlag.OptimizeCalls, optimize), \
-                pbc.scoped_set_flag(pbc.JitFlag.KernelHistory):
-            pbc.kernel_history_clear()
-            a, _unused, same = ptrs.f(x, 2.0)
-            pbc.schedule(a, same)
-            kernel, = pbc.evaluate.take_kernels()
-            pbc.eval(a, same)
-            return a.numpy().tolist(), same.numpy().tolist(), kernel, pbc.kernel_history()[-1]
+    def run():
+        a, _unused, same = ptrs.f(x, 2.0)
+        return a, same
 
-    a, same, kernel, rec = run(True)
+    (a, same), kernel, rec = compiled(run, True)
     assert a == [k * (k % 2 + 2) * 2 for k in range(20)]
     assert same == [k + 1 for k in range(20)]
     assert rec['call_outputs_removed'] == 2 and rec['call_targets'] == 2
     assert not kernel.uses('sqrt')                     # the unused output's code is gone
     assert sum(r >= 0 for r in kernel.calls[0].results) == 1     # one output left
-    a2, same2, kernel2, rec2 = run(False)
+    (a2, same2), kernel2, rec2 = compiled(run, False)
     assert (a2, same2) == (a, same) and rec2['call_outputs_removed'] == 0
     assert kernel2.uses('sqrt')
 
@@ -349,27 +356,19 @@ def test_devirtualization():
     ptrs = Ptr[Base]([objs[k % 3] for k in range(30)])
     x, y = Float(np.arange(30, dtype=np.float32)), Float(1)
 
-    def run(optimize):
-        with pbc.scoped_set_flag(pbc.JitFlag.OptimizeCalls, optimize), \
-                pbc.scoped_set_flag(pbc.JitFlag.KernelHistory):
-            pbc.kernel_history_clear()
-            out = ptrs.f(x, y)
-            pbc.schedule(out)
-            kernel, = pbc.evaluate.take_kernels()
-            pbc.eval(out)
-            sqrts = sum(i.op == 'sqrt' for i in kernel.instrs)
-            return [o.numpy().tolist() for o in out], pbc.kernel_history()[-1], sqrts
+    def sqrts(kernel):
+        return sum(i.op == 'sqrt' for i in kernel.instrs)
 
-    (alike, other, root), rec, sqrts = run(True)
+    (alike, other, root), kernel, rec = compiled(lambda: ptrs.f(x, y), True)
     ref = [(k * 2 + 1, k - 1, np.sqrt(np.float32(k))) if k % 3 == 0 else
            (k * 2 + 1, k + 1, np.sqrt(np.float32(k))) if k % 3 == 1 else (0, 0, 0)
            for k in range(30)]
     assert alike == [r[0] for r in ref] and other == [r[1] for r in ref]
     np.testing.assert_allclose(root, [r[2] for r in ref], rtol=1e-7)
     assert rec['call_outputs'] == 3 and rec['call_outputs_removed'] == 2
-    outs2, rec2, sqrts2 = run(False)
+    outs2, kernel2, rec2 = compiled(lambda: ptrs.f(x, y), False)
     assert outs2 == [alike, other, root] and rec2['call_outputs_removed'] == 0
-    assert (sqrts, sqrts2) == (1, 2)            # once outside, rather than in each target
+    assert (sqrts(kernel), sqrts(kernel2)) == (1, 2)    # once outside, not in each target
 
     with pbc.scoped_set_flag(pbc.JitFlag.KernelHistory):
         pbc.kernel_history_clear()
@@ -582,16 +581,8 @@ def test_literal_arguments_fold_inside_the_targets():
     ptrs = Ptr[Base]([objs[k % 2] for k in range(16)])
     x = Float(np.arange(16, dtype=np.float32))
 
-    def run(optimize):
-        with pbc.scoped_set_flag(pbc.JitFlag.OptimizeCalls, optimize), \
-                pbc.scoped_set_flag(pbc.JitFlag.KernelHistory):
-            pbc.kernel_history_clear()
-            y = ptrs.f(x, Float(1), Float(0))
-            pbc.eval(y)
-            return y.numpy().tolist(), pbc.kernel_history()[-1]
-
-    y, rec = run(True)
-    y2, rec2 = run(False)
+    (y,), _, rec = compiled(lambda: (ptrs.f(x, Float(1), Float(0)),), True)
+    (y2,), _, rec2 = compiled(lambda: (ptrs.f(x, Float(1), Float(0)),), False)
     assert y == y2 == [min(k, 5) if k % 2 == 0 else max(k, 5) for k in range(16)]
     # three arguments per target; with folding only x is passed in
     assert rec['call_inputs'] == 6 and rec['call_inputs_removed'] == 4
