@@ -124,7 +124,9 @@ cdef int alike(uint32_t a, uint32_t sa, uint32_t b, uint32_t sb, bint ops, dict 
                int depth) except -1:
     """1 if value a of target sa is the same pure function of the same arguments, outside
     values and literals as value b of target sb (a may be b: then whether it is such a
-    function at all); else 0. Comparing side by side stops at the first difference."""
+    function at all); else 0. Gathers count as pure (callers pass `ops` only for calls
+    that write no memory), and each target's mask as the same value. Comparing side by
+    side stops at the first difference."""
     if a == b and not inside_target(a, sa):
         return 1
     key = (a, b)
@@ -140,7 +142,10 @@ cdef int alike(uint32_t a, uint32_t sa, uint32_t b, uint32_t sb, bint ops, dict 
         r = 0                                    # outside values: the same one (a == b)
     elif va.op == OP_CALL_ARG or vb.op == OP_CALL_ARG:
         r = va.op == vb.op and va.dep[1] == vb.dep[1]
-    elif (ops and depth < 2000 and pure_op(va.op) and va.op == vb.op and va.vtype == vb.vtype
+    elif va.op == OP_CALL_MASK or vb.op == OP_CALL_MASK:
+        r = va.op == vb.op                       # each target's own lanes
+    elif (ops and depth < 2000 and (pure_op(va.op) or va.op == OP_GATHER)
+          and va.op == vb.op and va.vtype == vb.vtype
           and va.size == vb.size and va.literal == vb.literal and va.extra == vb.extra):
         r = 1
         for k in range(4):
@@ -190,6 +195,8 @@ def call_hoist(uint32_t start, uint32_t root):
             elif v.op == OP_CALL_ARG:
                 inc_ext(v.dep[1])
                 r = v.dep[1]
+            elif v.op == OP_CALL_MASK:             # outside, what selects lanes is the caller's
+                r = var_literal(T_BOOL, 1, 1, v.backend)
             else:
                 pending = [v.dep[k] for k in range(4) if v.dep[k] and v.dep[k] not in new]
                 if pending:

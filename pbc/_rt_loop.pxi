@@ -69,6 +69,13 @@ cdef void check_evaluable(uint32_t i) except *:
         return
     if scope_depth(s) < 0:
         raise RuntimeError(LOOP_LEAK)
+    if vars[s].op == OP_CALL_START:
+        raise RuntimeError(
+            'pbc: cannot read the value of a variable while the symbolic call it belongs to '
+            'is being recorded (e.g. converting it or an instance attribute to a Python or '
+            'NumPy value, printing it, a horizontal reduction such as pbc.any or pbc.sum, or '
+            'a gather from it): its value differs per lane. Use pbc.print() inside calls, '
+            "or dispatch in evaluated mode (mode='evaluated' or JitFlag.SymbolicCalls off)")
     raise RuntimeError(
         'pbc: cannot read the value of a variable while its symbolic loop is being recorded '
         '(e.g. printing it, converting it to NumPy, a horizontal reduction such as pbc.any or '

@@ -221,20 +221,26 @@ def _symbolic(selector, active, targets, args, what):
     width = len(selector)
     arrays, build = flatten(args)
     optimize = flag(JitFlag.OptimizeCalls)
+    Bool = _runtime.class_for(selector, 'bool')
     values, sources, pointers = _closure_data(selector, targets)
     starts, ends, first, types, outs = [], [], None, None, []
     try:
         for (key, fn, obj), closure, mine in zip(targets, values, sources):
             start = _runtime.call_begin(key, width, selector._backend_code)
-            saved = _swap_attributes(closure)
             outer = _runtime.set_closure_sources({})        # of an enclosing call
             _runtime.set_closure_sources({**outer, **mine})
+            saved = []
             try:
+                _runtime.call_mask(start)
+                # Width-1 closure data is read inside the target (under its mask), so that
+                # reading it as a Python value there is an error rather than some lane's value.
+                mask = _runtime.mask_top(Bool)
+                saved = _swap_attributes([(owner, name, read(mask))
+                                          for owner, name, read in closure])
                 # Literal arguments go in as they are: the target folds them (OptimizeCalls).
                 inner = [a if optimize and a.state == 'literal' else
                          _runtime.wrap_index(type(a), _runtime.call_arg(start, a))
                          for a in arrays]
-                _runtime.call_mask(start)
                 _enter(id(obj), what)
                 try:
                     r = _as_arrays(fn(*build(inner)), selector)
@@ -328,10 +334,10 @@ def _closure_data(selector, targets):
     """Instance attributes that are JIT arrays (also those of objects the instances hold),
     as closure data: per attribute (path, type, and whether it has one value), for the
     targets that have it, either a table of their values read per lane at the lane's
-    target's slot (one value each), or a pointer per lane to the lane's target's array,
-    which gathers inside the targets go through. Read so, instances that differ only in
-    these values have the same code (which MergeFunctions then shares). Returns, per
-    target, its [(owner, name, per-lane value)] and its {array variable: lane pointer
+    target's slot (one value each: read(mask) reads it), or a pointer per lane to the
+    lane's target's array, which gathers inside the targets go through. Read so, instances
+    that differ only in these values have the same code (which MergeFunctions then
+    shares). Returns, per target, its [(owner, name, read)] and its {array variable: lane pointer
     variable}, and the lane pointers (the caller owns a reference to each)."""
     objs = [obj if isinstance(obj, Object) else None for _, _, obj in targets]
     none = ([[]] * len(targets), [{}] * len(targets), [])
@@ -365,10 +371,15 @@ def _closure_data(selector, targets):
             data = np.zeros(len(objs), dtype=T.Type if T.Type != 'bool' else np.bool_)
             for t, (_, _, v) in vs.items():
                 data[t] = v.numpy()[0]
-            value = gather(T, T(data), slot)
+
+            read = functools.partial(_read_table, T, T(data), slot)
             for t, (owner, name, _) in vs.items():
-                values[t].append((owner, name, value))
+                values[t].append((owner, name, read))
     return values, sources, pointers
+
+
+def _read_table(T, table, slot, mask):
+    return gather(T, table, slot, mask)
 
 
 def _swap_attributes(values):
