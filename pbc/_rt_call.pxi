@@ -142,8 +142,8 @@ cdef int alike(uint32_t a, uint32_t sa, uint32_t b, uint32_t sb, bint ops, dict 
         r = 0                                    # outside values: the same one (a == b)
     elif va.op == OP_CALL_ARG or vb.op == OP_CALL_ARG:
         r = va.op == vb.op and va.dep[1] == vb.dep[1]
-    elif va.op == OP_CALL_MASK or vb.op == OP_CALL_MASK:
-        r = va.op == vb.op                       # each target's own lanes
+    elif va.op == OP_CALL_MASK or vb.op == OP_CALL_MASK:     # each target's own lanes
+        r = va.op == vb.op and va.dep[0] == sa and vb.dep[0] == sb
     elif (ops and depth < 2000 and (pure_op(va.op) or va.op == OP_GATHER)
           and va.op == vb.op and va.vtype == vb.vtype
           and va.size == vb.size and va.literal == vb.literal and va.extra == vb.extra):

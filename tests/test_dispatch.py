@@ -455,13 +455,15 @@ MESHES = [Mesh(n, k) for k, n in enumerate([4, 7, 1, 4, 12, 3])]
 
 @settings(max_examples=25, deadline=None)
 @given(st.lists(st.tuples(st.integers(-1, len(MESHES) - 1), st.integers(0, 13)), min_size=1,
-                max_size=45), st.sampled_from(MODES))
-def test_random_patterns_with_array_attributes(picks, mode):
+                max_size=45), st.sampled_from(MODES), st.booleans())
+def test_random_patterns_with_array_attributes(picks, mode, optimize):
     # Gathers from array attributes go through a pointer per lane to the lane's own
-    # instance's array (bounds checked against its own size).
+    # instance's array (bounds checked against its own size), in a call or, devirtualized,
+    # outside it.
     objs = [None if p < 0 else MESHES[p] for p, _ in picks]
-    y = pbc.dispatch(Ptr[Mesh](objs), lambda o, i: o.eval(i),
-                     UInt32(np.array([i for _, i in picks], dtype=np.uint32)), mode=mode)
+    with pbc.scoped_set_flag(pbc.JitFlag.OptimizeCalls, optimize):
+        y = pbc.dispatch(Ptr[Mesh](objs), lambda o, i: o.eval(i),
+                         UInt32(np.array([i for _, i in picks], dtype=np.uint32)), mode=mode)
     ref = [0 if o is None else o.ref(i) for o, (_, i) in zip(objs, picks)]
     np.testing.assert_allclose(y.numpy(), np.array(ref, dtype=np.float32), rtol=1e-6)
 
