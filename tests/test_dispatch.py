@@ -733,3 +733,39 @@ def test_reading_closure_data_as_a_python_value_is_an_error():
     y = pbc.dispatch(ptrs, lambda o, v: o.f(v), x, mode='evaluated')
     assert y.numpy().tolist() == [k * (k % 2 + 2) for k in range(8)]
     assert [o.n.numpy().tolist() for o in objs] == [[2], [3]]     # attributes restored
+
+
+@pytest.mark.parametrize('mode', MODES)
+def test_dispatch_in_plain_python_control_flow(mode):
+    # Method calls on pointer arrays inside @pbc.syntax loops and branches.
+    @pbc.syntax
+    def bounce(ptrs, x, n):
+        i = UInt32(0)
+        acc = Float(0)
+        while i < n:
+            if x > 0.5:
+                v, _ = ptrs.eval(x)
+                acc += v
+            else:
+                acc -= 1
+            x = x * 0.75
+            i += 1
+        return acc
+
+    objs = [SHAPES[k % 5] if k % 4 else None for k in range(21)]
+    xs = np.linspace(0, 3, 21, dtype=np.float32)
+    with pbc.scoped_set_flag(pbc.JitFlag.SymbolicCalls, mode == 'symbolic'), \
+            pbc.scoped_set_flag(pbc.JitFlag.SymbolicLoops, mode == 'symbolic'), \
+            pbc.scoped_set_flag(pbc.JitFlag.SymbolicConditionals, mode == 'symbolic'):
+        got = bounce(Ptr[Shape](objs), Float(xs), UInt32(3)).numpy()
+    ref = []
+    for o, x in zip(objs, xs):
+        acc, x = np.float32(0), np.float32(x)
+        for _ in range(3):
+            if x > 0.5:
+                acc += 0 if o is None else o.ref(x)[0]
+            else:
+                acc -= 1
+            x = x * np.float32(0.75)
+        ref.append(acc)
+    np.testing.assert_allclose(got, np.array(ref, dtype=np.float32), rtol=1e-5)
