@@ -3,6 +3,7 @@ tests/test_zz_ptx_all_kernels.py can check that the PTX renderer handles all of 
 a batched ptxas runner."""
 
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -77,3 +78,29 @@ def ptxas():
         return texts
 
     return assemble
+
+
+@pytest.fixture
+def ptx_functions_checked():
+    """check(text): in every .func of a PTX module, each value register is written (by an
+    instruction or a parameter load) before anything reads it. A caller's value that a
+    function was not passed would be an uninitialized read, which ptxas accepts."""
+    def check(text):
+        for func in re.findall(r'\n\.func .*?\n}', text, re.S):
+            written = set()
+            for line in func.splitlines():
+                code = line.strip()
+                if not code or code.startswith(('.', '{', '}', '$', '//')) or code.endswith(':'):
+                    continue
+                code = re.sub(r'^@!?%\w+\s+', '', code)             # a guard predicate
+                op, _, rest = code.partition(' ')
+                regs = re.findall(r'%(?:rd|r|p)\d+\b', rest)
+                stores = op.startswith(('st.', 'red.', 'bra', 'call', 'ret'))
+                reads = regs if stores else regs[1:]
+                missing = [x for x in reads if x not in written]
+                assert not missing, f'{missing} read before written in:\n{func}'
+                if regs and not stores:
+                    written.add(regs[0])
+                    if op.startswith('setp') and '|' in rest:
+                        written.add(regs[1])
+    return check

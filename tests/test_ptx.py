@@ -219,7 +219,7 @@ def test_recorder_sees_llvm_kernels(recorded_kernels):
     assert {'mod', 'cast', 'select', 'store'} <= {i.op for i in k.instrs}
 
 
-def test_call_targets_are_functions_called_indirectly(ptxas):
+def test_call_targets_are_functions_called_indirectly(ptxas, ptx_functions_checked):
     """Each distinct target is a .func; a thread calls its lane's target through a function
     pointer (with the list of targets). Nested calls, loops, prints and scatters inside."""
     rng = np.random.default_rng(3)
@@ -253,4 +253,18 @@ def test_call_targets_are_functions_called_indirectly(ptxas):
     # Two nodes, and in each of them a call of the two leaves: 6 functions, 3 call sites.
     assert text.count('\n.func ') == 6 and text.count('.calltargets') == 3
     assert 'call (C2_ret), %C2_fp' in text
+    ptx_functions_checked(text)
+    ptxas([('kernel', k) for k in kernels])
+
+
+def test_call_targets_receive_values_computed_between_calls(ptxas, ptx_functions_checked):
+    # The second call's targets read a value computed after the first call.
+    idx = UInt32(np.arange(N, dtype=np.uint32) % 2)
+    x = data('float32', np.random.default_rng(4))
+    y1 = pbc.switch(idx, [lambda v: v + 1, lambda v: v * 2], x)
+    z = pbc.sqrt(y1) * 3
+    y2 = pbc.switch(idx, [lambda v: v + z, lambda v: v * z], x)
+    kernels = capture(y2)
+    text = ptx_render.render(kernels[0])
+    ptx_functions_checked(text)
     ptxas([('kernel', k) for k in kernels])

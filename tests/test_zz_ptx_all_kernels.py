@@ -8,7 +8,7 @@ from pbc.backend import ptx_render
 MAX_ASSEMBLED = 20000     # instructions
 
 
-def test_all_recorded_kernels_assemble_as_ptx(recorded_kernels, ptxas):
+def test_all_recorded_kernels_assemble_as_ptx(recorded_kernels, ptxas, ptx_functions_checked):
     kernels = list(recorded_kernels.values())
     if not kernels:
         pytest.skip('no kernels were compiled in this session (run with the whole suite)')
@@ -21,3 +21,6 @@ def test_all_recorded_kernels_assemble_as_ptx(recorded_kernels, ptxas):
                    key=lambda k: len(k.instrs))
     texts = ptxas(((f'k{i}', k) for i, k in enumerate(small)), quick=True)
     assert sum(t.count('.entry') for t in texts) == len(small)
+    for k in small:
+        if k.calls:
+            ptx_functions_checked(ptx_render.render(k))

@@ -239,6 +239,7 @@ FIELDS = {t: fields(t) for t in KIND}
 _TOKEN = re.compile(r'%[A-Za-z_][A-Za-z0-9_]*')
 RANGED = re.compile(r'^%(p|r|rd)(\d+)$')            # declared by the .reg %x<n> ranges
 _MASK = re.compile(r'^%C\d+_p\d+$')                  # the lanes of a call target
+_VALUE = re.compile(r'^%(p|r|rd|v)(\d+)(_sz)?$')     # an instruction's value
 _NAMED = re.compile(r'^%(p|r|rd|v)(\d+)_[A-Za-z0-9_]+$')   # an instruction's temporaries
 
 
@@ -255,7 +256,6 @@ class _Renderer:
         self.literals = {}     # register -> the line that sets it (literals)
         self.outer = []        # (body, decls, call_start register) that a target interrupts
         self.targets = {}      # call number -> its rendered targets
-        self.types = None      # register -> its .param type (see value_type)
 
     def decl(self, rtype, name):
         self.decls[f'.reg .{rtype} {name};'] = None
@@ -658,20 +658,17 @@ class _Renderer:
 
     def value_type(self, tok):
         """The .param/ld type of a caller's register ('pred' for predicates), or None."""
-        if self.types is None:
-            self.types = {'%idx': 'b64', '%params': 'b64'}
-            for reg, ins in enumerate(self.k.instrs):
-                name = self.names[reg] if reg < len(self.names) else None
-                if name and name.startswith('%') and ins.type != 'void':
-                    self.types.setdefault(name, 'b64' if ins.type == 'ptr' else (
-                        'pred' if ins.type == 'bool' else f'b{BITS[ins.type]}'))
-                if ins.op == 'lane_ptr':
-                    self.types[f'{name}_sz'] = 'b64'
-        if tok.startswith('%q') or tok.startswith('%off'):
+        if tok in ('%idx', '%params') or tok.startswith(('%q', '%off')):
             return 'b64'
         if _MASK.match(tok):
             return 'pred'
-        return self.types.get(tok)
+        m = _VALUE.match(tok)
+        if m is None:
+            return None
+        t = self.k.instrs[int(m.group(2))].type
+        if m.group(3) or t == 'ptr':                     # a lane_ptr and its size
+            return 'b64'
+        return 'pred' if t == 'bool' else f'b{BITS[t]}'
 
     def op_call_result(self, ins, r, reg):
         pass                               # loaded from the call's return value
