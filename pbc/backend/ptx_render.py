@@ -586,52 +586,63 @@ class _Renderer:
                     free.setdefault(tok, self.value_type(tok))
         args = list(free.items())
         results = [(res, self.k.instrs[res].type) for res in call.results if res >= 0]
-        ret = f'(.param .align 8 .b8 ret[{8 * len(results)}]) ' if results else ''
-        params = ', '.join(f'.param .{"b32" if k == "pred" else k} a{j}'
-                           for j, (_, k) in enumerate(args))
-        names = []
+        names = {}                                  # target -> its function's name
         for t, _, _, body, decls, outs in targets:
-            name = f'{self.name}_C{n}_f{t}'
-            names.append((t, name))
-            size = len(self.k.instrs)
-            own = [f'.reg .pred %p<{size}>;', f'.reg .b32 %r<{size}>;', f'.reg .b64 %rd<{size}>;',
-                   f'.reg .pred %C{n}_p{t};', '.reg .b32 %arg;',
-                   *(f'.reg .{k} {tok};' for tok, k in args if not RANGED.match(tok)), *decls]
-            lines = [f'.func {ret}{name}({params})', '{', *dict.fromkeys(own),
-                     f'  mov.pred %C{n}_p{t}, 1;']        # the lanes that call it
-            for j, (tok, k) in enumerate(args):
-                if k == 'pred':
-                    lines += [f'  ld.param.b32 %arg, [a{j}];', f'  setp.ne.b32 {tok}, %arg, 0;']
-                else:
-                    lines.append(f'  ld.param.{k} {tok}, [a{j}];')
-            used = set(_TOKEN.findall('\n'.join(body + outs)))
-            lines += [line for tok, line in self.literals.items() if tok in used]
-            lines += body
-            for k, ((_, typ), out) in enumerate(zip(results, outs)):
-                if typ == 'bool':
-                    lines += [f'  selp.b32 %arg, 1, 0, {out};',
-                              f'  st.param.b32 [ret+{8 * k}], %arg;']
-                else:
-                    lines.append(f'  st.param.b{BITS[typ]} [ret+{8 * k}], {out};')
-            self.globals['\n'.join(lines + ['  ret;', '}'])] = None
-        # The call site: this lane's target's address, then one indirect call.
+            names[t] = f'{self.name}_C{n}_f{t}'
+            self.globals[self.function(names[t], f'%C{n}_p{t}', args, results, body, decls,
+                                       outs)] = None
+        self.call_site(n, args, results, names)
+
+    @staticmethod
+    def param_type(kind):
+        return 'b32' if kind == 'pred' else kind       # .param space has no predicates
+
+    def function(self, name, mask, args, results, body, decls, outs):
+        """The text of one target's .func: it loads the caller's values `args` from its
+        parameters, runs `body` for its lane (`mask` is true) and returns `outs`."""
+        ret = f'(.param .align 8 .b8 ret[{8 * len(results)}]) ' if results else ''
+        params = ', '.join(f'.param .{self.param_type(k)} a{j}' for j, (_, k) in enumerate(args))
+        size = len(self.k.instrs)
+        own = [f'.reg .pred %p<{size}>;', f'.reg .b32 %r<{size}>;', f'.reg .b64 %rd<{size}>;',
+               f'.reg .pred {mask};', '.reg .b32 %arg;',
+               *(f'.reg .{k} {tok};' for tok, k in args if not RANGED.match(tok)), *decls]
+        lines = [f'.func {ret}{name}({params})', '{', *dict.fromkeys(own),
+                 f'  mov.pred {mask}, 1;']
+        for j, (tok, k) in enumerate(args):
+            if k == 'pred':
+                lines += [f'  ld.param.b32 %arg, [a{j}];', f'  setp.ne.b32 {tok}, %arg, 0;']
+            else:
+                lines.append(f'  ld.param.{k} {tok}, [a{j}];')
+        used = set(_TOKEN.findall('\n'.join(body + outs)))
+        lines += [line for tok, line in self.literals.items() if tok in used]
+        lines += body
+        for k, ((_, typ), out) in enumerate(zip(results, outs)):
+            if typ == 'bool':
+                lines += [f'  selp.b32 %arg, 1, 0, {out};', f'  st.param.b32 [ret+{8 * k}], %arg;']
+            else:
+                lines.append(f'  st.param.b{BITS[typ]} [ret+{8 * k}], {out};')
+        return '\n'.join(lines + ['  ret;', '}'])
+
+    def call_site(self, n, args, results, names):
+        """Each thread takes its lane's target's address (none: it calls nothing) and makes
+        one indirect call, then reads the outputs into the call's result registers."""
         fp, c = f'%C{n}_fp', f'%C{n}_any'
         self.decl('b64', fp)
         self.decl('pred', c)
         self.decl('b32', '%arg')
         b = self.body
         b.append(f'  mov.u64 {fp}, 0;')
-        b += [f'  @%C{n}_p{t} mov.u64 {fp}, {name};' for t, name in names]
+        b += [f'  @%C{n}_p{t} mov.u64 {fp}, {name};' for t, name in names.items()]
         b += [f'  setp.ne.u64 {c}, {fp}, 0;', f'  @!{c} bra $C{n}_done;', '  {']
         for j, (tok, k) in enumerate(args):
-            b.append(f'  .param .{"b32" if k == "pred" else k} C{n}_a{j};')
+            b.append(f'  .param .{self.param_type(k)} C{n}_a{j};')
             if k == 'pred':
                 b += [f'  selp.b32 %arg, 1, 0, {tok};', f'  st.param.b32 [C{n}_a{j}], %arg;']
             else:
                 b.append(f'  st.param.{k} [C{n}_a{j}], {tok};')
         if results:
             b.append(f'  .param .align 8 .b8 C{n}_ret[{8 * len(results)}];')
-        b.append(f'  $C{n}_list: .calltargets {", ".join(name for _, name in names)};')
+        b.append(f'  $C{n}_list: .calltargets {", ".join(names.values())};')
         arglist = ', '.join(f'C{n}_a{j}' for j in range(len(args)))
         b.append(f'  call {f"(C{n}_ret), " if results else ""}{fp}, ({arglist}), $C{n}_list;')
         for k, (res, typ) in enumerate(results):
