@@ -216,9 +216,9 @@ def call_hoist(uint32_t start, uint32_t root):
 
 # ---- closure data by pointer: array attributes of the targets ---------------------------------
 # While a call target is recorded, gathers from an array attribute of the target's instance
-# (closure_sources: array variable -> lane_ptr variable) go through a lane pointer to the
-# lane's own instance's array, so instances that differ only in such arrays record the same
-# code.
+# (closure_sources: array variable -> a callable that returns the lane_ptr variable) go
+# through a lane pointer to the lane's own instance's array, so instances that differ only
+# in such arrays record the same code.
 
 def lane_pointer(ArrayBase slot, list arrays):
     """A pointer per lane to arrays[slot[lane]] (and its size), for gathers. Returns a new
@@ -246,8 +246,8 @@ def lane_pointer(ArrayBase slot, list arrays):
     return r
 
 def set_closure_sources(dict sources):
-    """{array variable: lane_ptr variable} for the target being recorded ({}: none);
-    returns the previous ones."""
+    """{array variable: callable returning a lane_ptr variable} for the target being
+    recorded ({}: none); returns the previous ones."""
     global closure_sources
     old = closure_sources
     closure_sources = sources

@@ -47,7 +47,7 @@ def gather(cls, ArrayBase source, index, active=True):
         im = operand(active, T_BOOL, be)
         ii = index_operand(index, be, &im)
         if closure_sources and src in closure_sources:
-            return wrap(be, vt, gather_closure(closure_sources[src], ii, im))
+            return wrap(be, vt, gather_closure(closure_sources[src](), ii, im))
         if vars[src].flags & F_DIRTY:
             eval_var(src)
         if jit_flags & 512 and scope_stack.empty():

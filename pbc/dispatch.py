@@ -272,7 +272,7 @@ def _symbolic(selector, active, targets, args, what):
         raise
     finally:
         for p in pointers:
-            _runtime.dec_ref(p)
+            p.release()
     ids = _runtime.call_site(selector, active, ends, [t.Type for t in types], len(arrays))
     results = [_runtime.wrap_index(t, i) for t, i in zip(types, ids)]
     if optimize:
@@ -337,8 +337,8 @@ def _closure_data(selector, targets):
     target's slot (one value each: read(mask) reads it), or a pointer per lane to the
     lane's target's array, which gathers inside the targets go through. Read so, instances
     that differ only in these values have the same code (which MergeFunctions then
-    shares). Returns, per target, its [(owner, name, read)] and its {array variable: lane pointer
-    variable}, and the lane pointers (the caller owns a reference to each)."""
+    shares). Returns, per target, its [(owner, name, read)] and its {array variable:
+    _LanePointer}, and the _LanePointers (the caller releases them)."""
     objs = [obj if isinstance(obj, Object) else None for _, _, obj in targets]
     none = ([[]] * len(targets), [{}] * len(targets), [])
     keys = [obj.pbc_id for obj in objs if obj is not None]
@@ -363,8 +363,8 @@ def _closure_data(selector, targets):
             # Targets without the attribute get some valid buffer: their code never uses it.
             arrays = {t: v for t, (_, _, v) in vs.items()}
             any_array = next(iter(arrays.values()))
-            pointers.append(_runtime.lane_pointer(
-                slot, [arrays.get(t, any_array) for t in range(len(objs))]))
+            pointers.append(_LanePointer(slot, [arrays.get(t, any_array)
+                                                for t in range(len(objs))]))
             for t, v in arrays.items():
                 sources[t][v.index] = pointers[-1]
         else:
@@ -376,6 +376,26 @@ def _closure_data(selector, targets):
             for t, (owner, name, _) in vs.items():
                 values[t].append((owner, name, read))
     return values, sources, pointers
+
+
+class _LanePointer:
+    """The lane pointer (see _runtime.lane_pointer) to each lane's target's array of one
+    attribute, made when a target first gathers from the attribute: until then, nothing
+    holds the arrays (which would make a scatter into one copy it first)."""
+    __slots__ = ('slot', 'arrays', 'index')
+
+    def __init__(self, slot, arrays):
+        self.slot, self.arrays, self.index = slot, arrays, 0
+
+    def __call__(self):
+        if not self.index:
+            self.index = _runtime.lane_pointer(self.slot, self.arrays)
+        return self.index
+
+    def release(self):
+        if self.index:
+            _runtime.dec_ref(self.index)
+        self.index = 0
 
 
 def _read_table(T, table, slot, mask):

@@ -7,6 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import pbc
+from pbc import _runtime
 from pbc.llvm import Array3f, Bool, Float, Ptr, UInt32
 
 MODES = ('symbolic', 'evaluated')
@@ -511,6 +512,7 @@ def test_array_attributes_in_loops_nested_calls_and_scatters(mode):
 
     outers = [Outer(3, 1), Outer(5, 2)]
     inners = [Inner(1), Inner(-2)]
+    buffers = [_runtime.var_info(o.hits.index)[6] for o in outers]
     n = 24
     po = Ptr[Outer]([outers[k % 2] if k % 5 else None for k in range(n)])
     pi = Ptr[Inner]([inners[k // 3 % 2] for k in range(n)])
@@ -528,6 +530,9 @@ def test_array_attributes_in_loops_nested_calls_and_scatters(mode):
     np.testing.assert_allclose(y.numpy(), np.array(ref, dtype=np.float32), rtol=1e-6)
     calls = [sum(1 for k in range(n) if k % 5 and k % 2 == j) for j in range(2)]
     assert [o.hits.numpy().tolist() for o in outers] == [[c, 0] for c in calls]
+    # written in place: nothing the call made held the arrays (which would force a copy)
+    assert [_runtime.var_info(o.hits.index)[6]
+            for o in outers] == buffers
 
 
 def test_closure_data_of_some_classes_only():
