@@ -144,6 +144,8 @@ class _Renderer:
         self.call_state = {}     # call number -> (preheader, phi lines, [(block, outputs)])
         self.prologue = []       # loads of the parameter slots (repeated in every function)
         self.functions = []      # call targets' functions
+        self.value_types = {}    # value name -> LLVM type, for the registers below:
+        self.value_types_upto = 0
         self.outer = []          # (body, block) of the code that a target's function interrupts
         self.decls = {}
         self.typed = {}
@@ -656,7 +658,7 @@ class _Renderer:
             prev = f'%ret.{k - 1}' if k else 'poison'
             ret.append(f'  %ret.{k} = insertvalue {rtype} {prev}, {T} {v}, {k}')
         ret.append(f'  ret {rtype} %ret.{len(outs) - 1}' if outs else '  ret void')
-        free = self.free_values(body + ret, f'C{n}.t{t}.entry', f'%C{n}.m')
+        free = self.free_values(body + ret, f'C{n}.t{t}.entry', f'%C{n}.m', reg)
         params = ', '.join(f'{T} {v}' for v, T in free)
         fixed = f'ptr noalias %params, {self.masks} %active, {self.masks} %C{n}.m'
         self.functions += [f'define internal {rtype} {f}({fixed}{", " if free else ""}'
@@ -677,9 +679,10 @@ class _Renderer:
         self.call_state[n][2].append((self.block, merged))
         self.body.append(f'  br label %C{n}.merge')
 
-    def free_values(self, body, entry, mask):
-        """(name, type) of the values a function body uses but does not define: the
-        caller's values it reads, which become the function's parameters."""
+    def free_values(self, body, entry, mask, upto):
+        """(name, type) of the values a function body (rendered up to register `upto`) uses
+        but does not define: the caller's values it reads, which become the function's
+        parameters."""
         defined = {f'%{entry}', '%params', '%active', mask} | {
             line.split(' = ', 1)[0].strip() for line in self.prologue}
         for line in body:
@@ -687,15 +690,16 @@ class _Renderer:
                 defined.add(line.split(' = ', 1)[0].strip())
             elif line and line.endswith(':'):
                 defined.add('%' + line[:-1])
-        types = {}
-        for reg, ins in enumerate(self.k.instrs):
-            name = self.names[reg]
+        types = self.value_types              # the names of the registers rendered so far
+        for reg in range(self.value_types_upto, upto):
+            ins, name = self.k.instrs[reg], self.names[reg]
             if name and name.startswith('%') and ins.type != 'void':
                 types.setdefault(name, self.vec(SCALAR[ins.type]))
             if reg in self.snames and self.snames[reg].startswith('%'):
                 types.setdefault(self.snames[reg], SCALAR[ins.type])
             if ins.op == 'lane_ptr':
                 types.setdefault(f'{name}.sz', self.vec('i64'))
+        self.value_types_upto = max(self.value_types_upto, upto)
         for n in self.call_state:
             types.setdefault(f'%C{n}.m', self.masks)
         found = {}
