@@ -220,9 +220,13 @@ def call_hoist(uint32_t start, uint32_t root):
 # through a lane pointer to the lane's own instance's array, so instances that differ only
 # in such arrays record the same code.
 
-def lane_pointer(ArrayBase slot, list arrays):
-    """A pointer per lane to arrays[slot[lane]] (and its size), for gathers. Returns a new
-    reference."""
+def lane_pointer(ArrayBase slot, list arrays, bint write=False):
+    """A pointer per lane to arrays[slot[lane]] (and its size), for gathers or (`write`:
+    the arrays must be claimed for it) for scatters. Returns a new reference."""
+    return lane_pointer_to(slot, arrays, write)
+
+cdef uint32_t lane_pointer_to(ArrayBase slot, list arrays, bint write) except 0:
+    """lane_pointer, for gathers or (`write`: the arrays must be claimed) for scatters."""
     cdef vector[uint32_t] ptrs
     cdef uint32_t a, d, r
     try:
@@ -231,11 +235,11 @@ def lane_pointer(ArrayBase slot, list arrays):
             if vars[a].op == OP_LITERAL:
                 d = materialize(a)
             else:
-                if vars[a].op != OP_DATA or vars[a].flags & F_DIRTY:
+                if vars[a].op != OP_DATA or (vars[a].flags & F_DIRTY and not write):
                     eval_var(a)
                 inc_ext(a)
                 d = a
-            ptrs.push_back(var_pointer(d, False))
+            ptrs.push_back(var_pointer(d, write))
             dec_ext(d)
         r = var_new(OP_LANE_PTR, (<ArrayBase> arrays[0])._vt, vars[slot._index].size,
                     slot._index, 0, 0, 0, 0, 0, slot._backend)

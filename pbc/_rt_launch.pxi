@@ -185,9 +185,14 @@ def release_roots(list roots):
         i = stack.back()
         stack.pop_back()
         if vars[i].op == OP_SCATTER:
-            t = vars[vars[i].dep[0]].dep[0]
-            vars[t].flags &= ~F_DIRTY
-            pending_reduce.pop(t, None)
+            t = vars[i].dep[0]
+            if vars[t].op == OP_LANE_PTR:           # into the arrays of a lane pointer
+                for k in range(extra_deps[t].size()):
+                    vars[vars[extra_deps[t][k]].dep[0]].flags &= ~F_DIRTY
+                    pending_reduce.pop(vars[extra_deps[t][k]].dep[0], None)
+            else:
+                vars[vars[t].dep[0]].flags &= ~F_DIRTY
+                pending_reduce.pop(vars[t].dep[0], None)
         elif vars[i].op == OP_LOOP_END:
             for k in range(2 * <uint32_t> vars[i].literal, extra_deps[i].size()):
                 stack.push_back(extra_deps[i][k])

@@ -106,6 +106,10 @@ cdef void scatter_obj(ArrayBase target, object value, object index, object activ
     if isinstance(value, ArrayBase) and (<ArrayBase> value)._vt > vt:
         raise TypeError(f'pbc.scatter: cannot write {TYPE_NAMES[(<ArrayBase> value)._vt]} '
                         f'values into a {TYPE_NAMES[vt]} array')
+    # An array attribute of a call target being recorded: written through a pointer per lane
+    # to each lane's own instance's array (closure data), all of which are targets then.
+    closure = closure_sources.get(target._index) if closure_sources else None
+    cdef list targets = closure.arrays if closure is not None else [target]
     cdef uint32_t iv = 0, ii = 0, im = 0, ptr = 0, s = 0, size
     try:
         iv = operand(value, vt, be)
@@ -117,36 +121,50 @@ cdef void scatter_obj(ArrayBase target, object value, object index, object activ
                          vars[target._index].size, be)
         apply_mask(&im)
         size = result_size(OP_SCATTER, iv, ii, im, 0)
-        if node_scope(target._index):
-            raise RuntimeError(
-                'pbc.scatter: the target array is loop state of (or computed in) a symbolic '
-                'loop being recorded, which holds no memory to write to. Scatter into an array '
-                'created before the loop and not passed as its state, or run the loop in '
-                "evaluated mode (pbc.hint(cond, mode='evaluated'))")
-        check_write_after_read(target._index)
-        in_body = target._index in scope_targets and scope_depth(
-            scope_targets[target._index]) > 0
-        if (vars[target._index].flags & F_DIRTY) and not in_body and (
-                reduce == 0 or pending_reduce.get(target._index, 0) != reduce
-                or not scope_stack.empty()):
-            # Scatters queued into one array run fused, lane packet by lane packet: only
-            # the same atomic reduction commutes with what is pending. Anything else must
-            # come after it, as the program says. (Writes recorded in one loop body keep
-            # their order: they are ordered operands of the loop.)
-            eval_var(target._index)
-        own_target(target)
+        in_body = [claim_target(t, reduce) for t in targets]
+        if closure is not None:        # a claimed array may have a buffer of its own now
+            for t in targets:
+                closure_sources[(<ArrayBase> t)._index] = closure
         if size == 0:
             return
-        ptr = var_pointer(target._index, True)
+        if closure is None:
+            ptr = var_pointer(target._index, True)
+        else:
+            ptr = closure.write_pointer()
+            inc_ext(ptr)
         s = var_new(OP_SCATTER, T_VOID, size, ptr, iv, ii, im, 0, reduce, be)
         queue_effect(s)
-        vars[target._index].flags |= F_DIRTY
-        pending_reduce[target._index] = reduce
-        if not scope_stack.empty() and not in_body:
-            scope_targets[target._index] = scope_stack.back()
+        for t, inside in zip(targets, in_body):
+            vars[(<ArrayBase> t)._index].flags |= F_DIRTY
+            pending_reduce[(<ArrayBase> t)._index] = reduce
+            if not scope_stack.empty() and not inside:
+                scope_targets[(<ArrayBase> t)._index] = scope_stack.back()
     finally:
         for x in (iv, ii, im, ptr):
             dec_ext(x)
+
+cdef bint claim_target(ArrayBase target, int reduce) except -1:
+    """Readies `target` for a new scatter: checks it may be written here, runs what must
+    come before, and gives it a buffer of its own. Returns whether a loop body being recorded
+    already writes it."""
+    if node_scope(target._index):
+        raise RuntimeError(
+            'pbc.scatter: the target array is loop state of (or computed in) a symbolic '
+            'loop being recorded, which holds no memory to write to. Scatter into an array '
+            'created before the loop and not passed as its state, or run the loop in '
+            "evaluated mode (pbc.hint(cond, mode='evaluated'))")
+    check_write_after_read(target._index)
+    in_body = target._index in scope_targets and scope_depth(scope_targets[target._index]) > 0
+    if (vars[target._index].flags & F_DIRTY) and not in_body and (
+            reduce == 0 or pending_reduce.get(target._index, 0) != reduce
+            or not scope_stack.empty()):
+        # Scatters queued into one array run fused, lane packet by lane packet: only
+        # the same atomic reduction commutes with what is pending. Anything else must
+        # come after it, as the program says. (Writes recorded in one loop body keep
+        # their order: they are ordered operands of the loop.)
+        eval_var(target._index)
+    own_target(target)
+    return in_body
 
 def scatter(ArrayBase target, value, index, active=True, int reduce=0):
     """target[index] = value (or reduce into it) for active lanes; a queued side effect."""

@@ -228,7 +228,9 @@ def _symbolic(selector, active, targets, args, what):
         for (key, fn, obj), closure, mine in zip(targets, values, sources):
             start = _runtime.call_begin(key, width, selector._backend_code)
             outer = _runtime.set_closure_sources({})        # of an enclosing call
-            _runtime.set_closure_sources({**outer, **mine})
+            # (by the arrays' variables now: a scatter in an earlier target may have given
+            # an array a buffer of its own)
+            _runtime.set_closure_sources({**outer, **{v.index: p for v, p in mine}})
             saved = []
             try:
                 _runtime.call_mask(start)
@@ -337,10 +339,10 @@ def _closure_data(selector, targets):
     target's slot (one value each: read(mask) reads it), or a pointer per lane to the
     lane's target's array, which gathers inside the targets go through. Read so, instances
     that differ only in these values have the same code (which MergeFunctions then
-    shares). Returns, per target, its [(owner, name, read)] and its {array variable:
-    _LanePointer}, and the _LanePointers (the caller releases them)."""
+    shares). Returns, per target, its [(owner, name, read)] and its [(array,
+    _LanePointer)], and the _LanePointers (the caller releases them)."""
     objs = [obj if isinstance(obj, Object) else None for _, _, obj in targets]
-    none = ([[]] * len(targets), [{}] * len(targets), [])
+    none = ([[]] * len(targets), [[]] * len(targets), [])
     keys = [obj.pbc_id for obj in objs if obj is not None]
     if len(keys) < 2 or max(keys) >= TABLE_IDS:
         return none
@@ -357,7 +359,7 @@ def _closure_data(selector, targets):
             table[obj.pbc_id] = t
     U = _runtime.class_for(selector, 'uint32')
     slot = gather(U, U(table), selector)              # each lane's target, numbered
-    values, sources, pointers = [[] for _ in objs], [{} for _ in objs], []
+    values, sources, pointers = [[] for _ in objs], [[] for _ in objs], []
     for (_, T, wide), vs in found.items():
         if wide:
             # Targets without the attribute get some valid buffer: their code never uses it.
@@ -366,7 +368,7 @@ def _closure_data(selector, targets):
             pointers.append(_LanePointer(slot, [arrays.get(t, any_array)
                                                 for t in range(len(objs))]))
             for t, v in arrays.items():
-                sources[t][v.index] = pointers[-1]
+                sources[t].append((v, pointers[-1]))
         else:
             data = np.zeros(len(objs), dtype=T.Type if T.Type != 'bool' else np.bool_)
             for t, (_, _, v) in vs.items():
@@ -381,21 +383,34 @@ def _closure_data(selector, targets):
 class _LanePointer:
     """The lane pointer (see _runtime.lane_pointer) to each lane's target's array of one
     attribute, made when a target first gathers from the attribute: until then, nothing
-    holds the arrays (which would make a scatter into one copy it first)."""
-    __slots__ = ('slot', 'arrays', 'index')
+    holds the arrays (which would make a scatter into one copy it first). Scatters into
+    the attribute make a pointer of their own to `arrays` (see _runtime.scatter)."""
+    __slots__ = ('slot', 'arrays', 'index', 'written')
 
     def __init__(self, slot, arrays):
-        self.slot, self.arrays, self.index = slot, arrays, 0
+        self.slot, self.arrays, self.index, self.written = slot, arrays, 0, None
 
     def __call__(self):
         if not self.index:
             self.index = _runtime.lane_pointer(self.slot, self.arrays)
         return self.index
 
+    def write_pointer(self):
+        """The lane pointer for scatters into the (claimed) arrays: one for all the targets'
+        scatters, so that their code stays the same, unless an array got a new buffer."""
+        key = tuple(a.index for a in self.arrays)
+        if self.written is None or self.written[0] != key:
+            if self.written is not None:
+                _runtime.dec_ref(self.written[1])
+            self.written = key, _runtime.lane_pointer(self.slot, self.arrays, True)
+        return self.written[1]
+
     def release(self):
         if self.index:
             _runtime.dec_ref(self.index)
-        self.index = 0
+        if self.written is not None:
+            _runtime.dec_ref(self.written[1])
+        self.index, self.written = 0, None
 
 
 def _read_table(T, table, slot, mask):

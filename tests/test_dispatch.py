@@ -774,3 +774,48 @@ def test_dispatch_in_plain_python_control_flow(mode):
             x = x * np.float32(0.75)
         ref.append(acc)
     np.testing.assert_allclose(got, np.array(ref, dtype=np.float32), rtol=1e-5)
+
+
+@pytest.mark.parametrize('mode', MODES)
+@pytest.mark.parametrize('optimize', [False, True])
+def test_scatters_into_array_attributes(mode, optimize):
+    # Scatters into an instance's own array go through a pointer per lane too: instances
+    # with arrays of different sizes share one subroutine, each array gets its own lanes'
+    # writes (in place), and an index past an array's end writes nothing.
+    class Bins(pbc.Object):
+        def __init__(self, n, k):
+            self.hist = UInt32(np.zeros(n, dtype=np.uint32))
+            self.last = Float(np.full(n, -1, dtype=np.float32))
+            self.k = Float(k)
+
+        def record(self, i, x):
+            pbc.scatter_reduce(pbc.ReduceOp.Add, self.hist, UInt32(1), i)
+            pbc.scatter(self.last, x * self.k, i)
+            return x + 1
+
+    objs = [Bins(n, k) for k, n in enumerate([3, 5, 4])]
+    n = 30
+    sel = [objs[k % 3] if k % 7 else None for k in range(n)]
+    idx = np.arange(n, dtype=np.uint32) % 6
+    xs = np.arange(n, dtype=np.float32)
+    buffers = [_runtime.var_info(o.hist.index)[6] for o in objs]
+    with pbc.scoped_set_flag(pbc.JitFlag.KernelHistory), \
+            pbc.scoped_set_flag(pbc.JitFlag.OptimizeCalls, optimize), \
+            pbc.scoped_set_flag(pbc.JitFlag.SymbolicCalls, mode == 'symbolic'):
+        pbc.kernel_history_clear()
+        y = Ptr[Bins](sel).record(UInt32(idx), Float(xs))
+        pbc.eval(y)
+        rec = pbc.kernel_history()[-1]
+    assert y.numpy().tolist() == [x + 1 if o is not None else 0 for o, x in zip(sel, xs)]
+    for j, o in enumerate(objs):
+        size = len(o.hist)
+        hist, last = np.zeros(size, dtype=np.uint32), np.full(size, -1, dtype=np.float32)
+        for k in range(n):
+            if sel[k] is o and idx[k] < size:
+                hist[idx[k]] += 1
+                last[idx[k]] = xs[k] * j          # (one lane per bin and instance here)
+        assert o.hist.numpy().tolist() == hist.tolist()
+        assert o.last.numpy().tolist() == last.tolist()
+    if mode == 'symbolic':
+        assert rec['call_targets'] == 3 and rec['call_targets_merged'] == 2
+        assert [_runtime.var_info(o.hist.index)[6] for o in objs] == buffers
