@@ -173,6 +173,8 @@ cdef uint32_t gather_symbolic(uint32_t src, uint32_t index, uint32_t mask) excep
         v = &vars[i]
         if v.flags & F_DIRTY or v.op == OP_SCATTER or (v.op == OP_PTR and (v.extra & 1)):
             return 0
+        if v.op >= OP_PRINT:     # loops and calls (their outputs): evaluate them instead
+            return 0
         if v.op == OP_COUNTER and v.size != n:
             return 0
     cdef uint32_t out[4]

@@ -110,7 +110,10 @@ def while_loop(state, cond, body, labels=(), label=None, mode=None, max_iteratio
             c = cond(*state)
         return state
     names = _names(state, tuple(labels))
-    if _mode(mode, JitFlag.SymbolicLoops, 'while_loop') == 'evaluated':
+    # (left to the flag, a loop inside a symbolic loop or call is symbolic: it cannot be
+    # evaluated there)
+    if _mode(mode, JitFlag.SymbolicLoops, 'while_loop') == 'evaluated' and not (
+            mode is None and _runtime.recording_depth()):
         return _evaluated_loop(state, cond, body, names, c)
     return _symbolic_loop(state, cond, body, names)
 

@@ -275,10 +275,10 @@ def _symbolic(selector, active, targets, args, what):
     finally:
         for p in pointers:
             p.release()
+    effects = any(_runtime.var_info(e)[5] for e in ends)    # (call_site takes the ends)
     ids = _runtime.call_site(selector, active, ends, [t.Type for t in types], len(arrays))
     results = [_runtime.wrap_index(t, i) for t, i in zip(types, ids)]
     if optimize:
-        effects = any(_runtime.var_info(e)[5] for e in ends)
         _devirtualize(starts, outs, results, lambda: _calling(selector, active, targets),
                       effects)
     return flatten(first)[1](results)
@@ -314,7 +314,7 @@ def _devirtualize(starts, outs, results, calling, effects):
             T = type(results[k])
             value = _runtime.wrap_index(T, _runtime.call_hoist(starts[0], leaf.index))
             lanes = calling() if lanes is None else lanes
-            results[k] = select(lanes, value, 0)
+            results[k] = select(lanes, value, zeros(T))
 
 
 CLOSURE_DEPTH = 2      # attributes, and attributes of the plain objects they hold
@@ -453,7 +453,16 @@ def _evaluated(selector, active, targets, args, what):
         # ... all of them: a side effect of width 1 happens once per lane, as in a symbolic call
         _runtime.mask_push(full(Bool, True, len(lanes)))
         try:
-            r = fn(*sub)
+            try:
+                r = fn(*sub)
+            except ValueError as e:
+                if len(lanes) == width or 'incompatible sizes' not in str(e):
+                    raise
+                raise ValueError(
+                    f'{e} (in an evaluated call of {what}, each target runs on just the '
+                    f'{len(lanes)} lanes that call it: pass arrays as wide as the call '
+                    f'({width}) as arguments instead of reading them from an enclosing '
+                    'scope, or call symbolically)') from e
             if out is None:
                 out = _zeros_like(r, width, selector)
             _scatter_into(out, r, lanes, what)

@@ -136,8 +136,8 @@ def assemble(backend, outputs, records, size, optimize_loops=True, merge_functio
         k.removed_state = sum(1 for p in order if TRACE_OPS[records[p][1]] == 'loop_phi'
                               and p not in live)
         order = [p for p in order if p in live]
-        k.call_inputs = sum((r[5] >> 32) * (len(r[4]) - 2) for r in records
-                            if TRACE_OPS[r[1]] == 'call')
+        k.call_inputs = sum((records[p][5] >> 32) * (len(records[p][4]) - 2) for p in order
+                            if TRACE_OPS[records[p][1]] == 'call')
         k.removed_inputs = k.call_inputs - sum(1 for p in order
                                                if TRACE_OPS[records[p][1]] == 'call_arg')
     code_of = {}
@@ -242,8 +242,8 @@ def _merge_targets(records, order):
     whose code it runs."""
     index = {p: i for i, p in enumerate(order)}
     drop, code_of = set(), {}
-    for r in records:
-        if TRACE_OPS[r[1]] != 'call':
+    for pos, r in enumerate(records):
+        if TRACE_OPS[r[1]] != 'call' or pos not in index:       # (a call nothing needs)
             continue
         seen = {}
         for end in r[4][2:]:

@@ -1,5 +1,6 @@
-"""Differential fuzzing of control flow: random loop/branch programs run through
-pbc.while_loop / pbc.if_stmt and through a lane-by-lane pure-Python interpreter.
+"""Differential fuzzing of control flow: random loop/branch/call programs run through
+pbc.while_loop / pbc.if_stmt / pbc.switch and through a lane-by-lane pure-Python
+interpreter.
 
 Hypothesis draws a width N (lanes; most not a multiple of the 16-lane vectors) and a program
 over the variables u0 u1 (UInt32), i0 i1 (Int32), f0 f1 (Float32) and b0 (Bool), which it
@@ -18,6 +19,9 @@ lane index). Statements:
   commutative, so the order of the lanes' writes does not matter), optionally masked;
 * `if` on a random Bool (if_stmt over the variables either branch writes, plus a random
   subset of read-only ones), nested;
+* calls: pbc.switch on a random UInt32 & 3 over 2-3 target blocks (which take every
+  variable as an argument and return the ones any of them writes; lanes whose index
+  selects no target get zeros), nested in and around the other statements;
 * `while` loops that terminate: a counter c starting at 0 (a width-1 literal or a full
   array) and stepped by 1 at the end of the body, the condition `c < bound` with a bound
   <= 5 (an input, a literal, or an expression of the state capped with & 3 / minimum), and
@@ -26,7 +30,8 @@ lane index). Statements:
 
 Each program runs with every statement symbolic, every statement evaluated, with a random
 mode per statement (an evaluated loop cannot nest in a symbolic one: those stay symbolic),
-with mode=None under random SymbolicLoops / SymbolicConditionals flags, and with
+with mode=None under random SymbolicLoops / SymbolicConditionals / SymbolicCalls flags,
+and with
 JitFlag.OptimizeLoops on and off. All runs must match the oracle: the final variables (ints
 exactly, floats bit for bit) and both histograms.
 
@@ -185,6 +190,17 @@ def run_block(block, env, hists):
             run_block(then if ev(cond, env) else other, env, hists)
         elif kind == 'eval':
             pass
+        elif kind == 'call':
+            _, sel, targets, state, _mode = s
+            i = ev(sel, env)
+            if i < len(targets):
+                local = dict(env)                 # a target sees copies of the variables
+                run_block(targets[i], local, hists)
+                for v in state:
+                    env[v] = local[v]
+            else:                                 # no target: zeros
+                for v in state:
+                    env[v] = {U: 0, I: 0, F: np.float32(0), B: False}[TYPE_OF[v]]
         elif kind == 'while':
             _, c, _cinit, bound, extra, body, _state, _mode = s
             saved = env.get(c)
@@ -279,7 +295,7 @@ class Gen:
         if not (AVOID_LOOP_RERUN and self.loops_in_branch):
             kinds += ['scatter'] * 2
         if depth < 3:
-            kinds += ['if'] * 2
+            kinds += ['if'] * 2 + ['call']
             if loop_depth < 2:
                 kinds += ['while'] * 3
         return self.make(self.pick(kinds), depth, loop_depth, counters)
@@ -303,6 +319,12 @@ class Gen:
             active = self.expr(B, 1, counters) if self.coin() else None
             return ('scatter', which, val, self.expr(U, 2, counters), active)
         mode = self.pick(('symbolic', 'evaluated'))
+        if kind == 'call':
+            sel = ('bin', U, 'and', self.expr(U, 2, counters), ('lit', U, 3))
+            targets = [self.block(depth + 1, loop_depth, counters, 0, 3)
+                       for _ in range(self.int(2, 3))]
+            state = self.state(set().union(*map(written, targets)))
+            return ('call', sel, targets, state, mode)
         if kind == 'if':
             cond = self.expr(B, 2, counters)
             saved = self.loops_in_branch
@@ -348,12 +370,15 @@ def written(block):
             out |= set(s[4])
         elif s[0] == 'while':
             out |= set(s[6])
+        elif s[0] == 'call':
+            out |= set(s[3])
     return out
 
 
 def scatters(block):
     return any(s[0] == 'scatter' or (s[0] == 'if' and (scatters(s[2]) or scatters(s[3]))) or
-               (s[0] == 'while' and scatters(s[5])) for s in block)
+               (s[0] == 'while' and scatters(s[5])) or
+               (s[0] == 'call' and any(map(scatters, s[2]))) for s in block)
 
 
 # ---- pbc source ---------------------------------------------------------------------------
@@ -414,11 +439,14 @@ class Emitter:
     def __init__(self, mode, n):
         self.mode, self.n, self.lines, self.uid = mode, n, [], 0
         self.in_if = 0
+        self.in_call = 0         # inside call targets: evaluated ones see only their lanes
+        self.counters = []       # the counters of the loops around, which targets read
 
     def stmt_mode(self, s, in_symbolic_loop):
-        """The mode to pass, and whether a loop is then symbolic."""
-        if self.mode == 'default':
-            return None, pbc.flag(pbc.JitFlag.SymbolicLoops)
+        """The mode to pass, and whether a loop (or call) is then symbolic."""
+        if self.mode == 'default':       # (inside a symbolic body, what the flag says)
+            return None, in_symbolic_loop or pbc.flag(
+                pbc.JitFlag.SymbolicCalls if s[0] == 'call' else pbc.JitFlag.SymbolicLoops)
         m = s[-1] if self.mode == 'mixed' else self.mode
         m = 'symbolic' if s[0] == 'while' and in_symbolic_loop else m
         return m, m == 'symbolic'
@@ -441,12 +469,15 @@ class Emitter:
             act = '' if active is None else f', {src(active)}'
             target = 'hist' if which == 'add' else 'hmax'
             fn = 'pbc.scatter_add(' if which == 'add' else 'pbc.scatter_reduce(pbc.ReduceOp.Max, '
-            # + zeros(N): every lane scatters, also where all operands are one lane wide.
-            index = f'({src(idx)} & {HIST - 1}) + pbc.zeros(UInt32, {self.n})'
+            # + zeros(N): every lane scatters, also where all operands are one lane wide. (In
+            # a call target, its lanes do so anyway: they may be fewer than N.)
+            index = f'({src(idx)} & {HIST - 1})'
+            if not self.in_call:
+                index += f' + pbc.zeros(UInt32, {self.n})'
             self.emit(ind, f'{fn}{target}, {src(val)}, {index}{act})')
         elif kind == 'eval':
             # A no-op for the values; pbc.eval cannot run while a loop or branch records.
-            if not (in_sym or self.in_if):
+            if not (in_sym or self.in_if or self.in_call):
                 self.emit(ind, f'pbc.{s[1]}({", ".join(s[2])})')
         elif kind == 'if':
             _, cond, then, other, state, _ = s
@@ -472,15 +503,33 @@ class Emitter:
             if extra is not None:
                 cond = f'{cond} & {src(extra)}'
             self.emit(ind, f'def body_{u}({params}):')
+            self.counters.append(c)
             self.block(body, ind + 1, in_sym or symbolic)
+            self.counters.pop()
             self.emit(ind + 1, f'return ({", ".join((c + " + 1",) + state)},)')
-            init = 'UInt32(0)' if cinit == 'literal' else f'pbc.zeros(UInt32, {self.n})'
+            init = 'UInt32(0)' if cinit == 'literal' else \
+                '(k & 0)' if self.in_call else f'pbc.zeros(UInt32, {self.n})'
             lhs = ', '.join(('_',) + state)
             self.emit(ind, f'{lhs}, = pbc.while_loop(({", ".join((init,) + state)},), '
                            f'lambda {params}: {cond}, body_{u}, mode={mode!r})')
             if AVOID_LOOP_RERUN and symbolic and scatters(body) and not in_sym:
                 assert not self.in_if
                 self.emit(ind, f'pbc.eval(hist, hmax, {", ".join(ALL_VARS)})')
+        elif kind == 'call':
+            _, sel, targets, state, _ = s
+            mode, symbolic = self.stmt_mode(s, in_sym)
+            u = self.uid = self.uid + 1
+            args = ', '.join(ALL_VARS + INPUTS + tuple(self.counters))
+            ret = ', '.join(state) + (',' if len(state) == 1 else '')
+            self.in_call += 1
+            for j, blk in enumerate(targets):
+                self.emit(ind, f'def call_{u}_{j}({args}):')
+                self.block(blk, ind + 1, in_sym or symbolic)
+                self.emit(ind + 1, f'return ({ret})')
+            self.in_call -= 1
+            funcs = ', '.join(f'call_{u}_{j}' for j in range(len(targets)))
+            self.emit(ind, f'{ret + " = " if state else ""}pbc.switch({src(sel)}, [{funcs}], '
+                           f'{args}, mode={mode!r})')
         else:
             raise AssertionError(kind)
 
@@ -617,10 +666,11 @@ def test_symbolic_and_evaluated_match_python(data):
 def test_mixed_modes_match_python(data):
     prog, inputs, n = draw_case(data)
     check(prog, inputs, n, ('mixed',))
-    # mode=None: JitFlag.SymbolicLoops / SymbolicConditionals choose.
-    loops, conds = data.draw(st.booleans()), data.draw(st.booleans())
+    # mode=None: JitFlag.SymbolicLoops / SymbolicConditionals / SymbolicCalls choose.
+    loops, conds, calls = (data.draw(st.booleans()) for _ in range(3))
     check(prog, inputs, n, ('default',), ((pbc.JitFlag.SymbolicLoops, loops),
-                                          (pbc.JitFlag.SymbolicConditionals, conds)))
+                                          (pbc.JitFlag.SymbolicConditionals, conds),
+                                          (pbc.JitFlag.SymbolicCalls, calls)))
 
 
 @settings(FUZZ, max_examples=examples(50))

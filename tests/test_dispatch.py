@@ -819,3 +819,70 @@ def test_scatters_into_array_attributes(mode, optimize):
     if mode == 'symbolic':
         assert rec['call_targets'] == 3 and rec['call_targets_merged'] == 2
         assert [_runtime.var_info(o.hist.index)[6] for o in objs] == buffers
+
+
+# ---- regressions found by tests/test_control_fuzz.py's calls ---------------------------------
+def test_bool_outputs_moved_out_of_a_call_stay_bool():
+    idx = UInt32(np.array([0, 1, 2, 1], dtype=np.uint32))
+    b = Bool(np.array([True, True, False, True]))
+    r = pbc.switch(idx, [lambda v: v, lambda v: v], b)
+    assert type(r) is Bool and r.numpy().tolist() == [True, True, False, True][:2] + [False, True]
+
+
+def test_multi_line_ops_inside_loops_inside_targets():
+    # x << n is several LLVM lines; its value, used in a loop in the target, is the
+    # target's own (not a parameter of its function).
+    idx = UInt32(np.arange(8, dtype=np.uint32) % 2)
+    x = UInt32(np.arange(8, dtype=np.uint32))
+
+    def shifted(v):
+        s = v << 9
+        return pbc.while_loop((UInt32(0), v), lambda i, a: i < 2, lambda i, a: (i + 1, a + s))[1]
+
+    r = pbc.switch(idx, [shifted, lambda v: v + 1], x)
+    assert r.numpy().tolist() == [k + 2 * (k << 9) if k % 2 == 0 else k + 1 for k in range(8)]
+
+
+def test_gathering_a_symbolic_loops_output_in_an_evaluated_call():
+    n = 16
+    u0 = UInt32(np.arange(n, dtype=np.uint32))
+    _, u1 = pbc.while_loop((pbc.zeros(UInt32, n), u0 * 3), lambda c, u: c < 2,
+                           lambda c, u: (c + 1, u0 - u), mode='symbolic')
+    a, b = pbc.switch(u1 & 3, [lambda p, q: (p, q), lambda p, q: (p, UInt32(1))], u0, u1,
+                      mode='evaluated')
+    ref_u1 = [(k - (k - 3 * k)) & 0xFFFFFFFF for k in range(n)]
+    assert b.numpy().tolist() == [v if v & 3 == 0 else 1 if v & 3 == 1 else 0 for v in ref_u1]
+
+
+def test_calls_without_outputs_or_needed_results():
+    idx = UInt32(np.arange(8, dtype=np.uint32) % 3)
+    x = Float(np.arange(8, dtype=np.float32))
+    assert pbc.switch(idx, [lambda v: (), lambda v: ()], x) == ()
+
+    def body(i, acc, unused):
+        return i + 1, acc + 1, pbc.switch(idx, [lambda v: v + 1, lambda v: v * 2], unused)
+
+    _, acc, _ = pbc.while_loop((UInt32(0), x, x), lambda i, a, u: i < 3, body)
+    assert acc.numpy().tolist() == [k + 3 for k in range(8)]
+
+
+def test_loops_left_to_the_flag_inside_symbolic_calls_are_symbolic():
+    idx = UInt32(np.arange(6, dtype=np.uint32) % 2)
+    x = UInt32(np.arange(6, dtype=np.uint32))
+
+    def count(v):
+        return pbc.while_loop((UInt32(0), v), lambda i, a: i < 3, lambda i, a: (i + 1, a + 1))[1]
+
+    with pbc.scoped_set_flag(pbc.JitFlag.SymbolicLoops, False):
+        r = pbc.switch(idx, [count, lambda v: v], x)
+    assert r.numpy().tolist() == [k + 3 if k % 2 == 0 else k for k in range(6)]
+
+
+def test_evaluated_targets_reading_wide_captured_arrays_get_a_clear_error():
+    idx = UInt32(np.arange(8, dtype=np.uint32) % 2)
+    x = Float(np.arange(8, dtype=np.float32))
+    captured = x * 10
+    with pytest.raises(ValueError, match='pass arrays as wide as the call'):
+        pbc.switch(idx, [lambda v: v + captured, lambda v: v], x, mode='evaluated')
+    r = pbc.switch(idx, [lambda v: v + captured, lambda v: v], x)       # symbolic: fine
+    assert r.numpy().tolist() == [11 * k if k % 2 == 0 else k for k in range(8)]

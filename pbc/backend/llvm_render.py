@@ -685,10 +685,11 @@ class _Renderer:
         parameters."""
         defined = {f'%{entry}', '%params', '%active', mask} | {
             line.split(' = ', 1)[0].strip() for line in self.prologue}
-        for line in body:
-            if line and line.startswith('  %') and ' = ' in line:
+        lines = [line for chunk in body if chunk for line in chunk.split('\n')]
+        for line in lines:              # (a template may put several lines in one entry)
+            if line.startswith('  %') and ' = ' in line:
                 defined.add(line.split(' = ', 1)[0].strip())
-            elif line and line.endswith(':'):
+            elif line.endswith(':'):
                 defined.add('%' + line[:-1])
         types = self.value_types              # the names of the registers rendered so far
         for reg in range(self.value_types_upto, upto):
@@ -703,8 +704,8 @@ class _Renderer:
         for n in self.call_state:
             types.setdefault(f'%C{n}.m', self.masks)
         found = {}
-        for line in body:
-            for tok in _NAME.findall(line or ''):
+        for line in lines:
+            for tok in _NAME.findall(line):
                 if tok not in defined and tok in types:
                     found.setdefault(tok, types[tok])
         return list(found.items())
