@@ -31,9 +31,9 @@ lane index). Statements:
 Each program runs with every statement symbolic, every statement evaluated, with a random
 mode per statement (an evaluated loop cannot nest in a symbolic one: those stay symbolic),
 with mode=None under random SymbolicLoops / SymbolicConditionals / SymbolicCalls flags,
-and with
-JitFlag.OptimizeLoops on and off. All runs must match the oracle: the final variables (ints
-exactly, floats bit for bit) and both histograms.
+and with JitFlag.OptimizeLoops, OptimizeCalls and MergeFunctions on and off. All runs must
+match the oracle: the final variables (ints exactly, floats bit for bit) and both
+histograms.
 
 On failure the test prints the program as a standalone script. The tests at the end
 are minimal reproductions of runtime bugs the fuzzer found (now fixed); AVOID_* below can
@@ -681,6 +681,15 @@ def test_optimize_loops_on_and_off_agree(data):
     off = (pbc.JitFlag.OptimizeLoops, False)
     check(prog, inputs, n, ('symbolic',), (on,))
     check(prog, inputs, n, ('symbolic',), (off,))
+
+
+@settings(FUZZ, max_examples=examples(30))
+@given(st.data())
+def test_call_optimizations_on_and_off_agree(data):
+    prog, inputs, n = draw_case(data)
+    calls, merge = data.draw(st.booleans()), data.draw(st.booleans())
+    check(prog, inputs, n, ('symbolic',), ((pbc.JitFlag.OptimizeCalls, calls),
+                                           (pbc.JitFlag.MergeFunctions, merge)))
 
 
 # ---- regressions: minimal reproductions of bugs this fuzzer found ---------------------------
