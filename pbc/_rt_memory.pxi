@@ -54,6 +54,9 @@ def gather(cls, ArrayBase source, index, active=True):
             check_bounds('gather', ii, im, n, be)
         if vars[src].op == OP_LITERAL:
             t = var_literal(vt, result_size(OP_GATHER, ii, im, 0, 0), vars[src].literal, be)
+        elif n == 1 and vars[src].op != OP_DATA:
+            inc_ext(src)             # one value (a broadcast): every lane in bounds reads it
+            t = src
         elif vars[src].op != OP_DATA:
             t = gather_symbolic(src, ii, im)
             if t == 0:
