@@ -51,8 +51,28 @@ cdef inline int scalar_kind(object x):
             T_BOOL if isinstance(x, np.bool_) else T_INT32)
     return -1
 
+cdef inline bint is_sequence(object x):
+    return isinstance(x, (list, tuple, np.ndarray))
+
+cdef int kind_of(object x) except -2:
+    """The type an operand brings to promotion: an array's own, the weak type of a Python
+    scalar, or of the elements of a Python sequence or NumPy array (which then act as an
+    array of that weak type, one value per lane); -1 for anything else."""
+    if isinstance(x, ArrayBase):
+        return (<ArrayBase> x)._vt
+    cdef int k = scalar_kind(x)
+    if k >= 0 or not is_sequence(x):
+        return k
+    try:
+        kind = np.asarray(x).dtype.kind
+    except (ValueError, TypeError):
+        return -1
+    return T_BOOL if kind == 'b' else T_INT32 if kind in 'iu' else T_FLOAT32 if kind == 'f' \
+        else -1
+
 cdef uint32_t operand(object x, uint8_t vt, uint8_t backend) except 0:
-    """New reference to x as a variable of type vt (casting arrays, making literals)."""
+    """New reference to x as a variable of type vt (casting arrays, making literals,
+    copying sequences in)."""
     cdef ArrayBase a
     if isinstance(x, ArrayBase):
         a = <ArrayBase> x
@@ -61,6 +81,8 @@ cdef uint32_t operand(object x, uint8_t vt, uint8_t backend) except 0:
         if a._backend != backend:
             raise TypeError('pbc: cannot mix arrays of different backends')
         return var_cast(a._index, vt, False)
+    if is_sequence(x):
+        return from_numpy(x, vt, backend)
     return var_literal(vt, 1, scalar_bits(x, vt), backend)
 
 cdef inline void check_allowed(uint16_t op, uint8_t vt) except *:
@@ -74,26 +96,22 @@ cdef object binop(uint16_t op, object a, object b, int mode):
     cdef uint8_t vt, rt
     if isinstance(a, ArrayBase):
         ref = <ArrayBase> a
-        ka = ref._vt
-        if isinstance(b, ArrayBase):
-            kb = (<ArrayBase> b)._vt
-        else:
-            kb = scalar_kind(b)
     elif isinstance(b, ArrayBase):
         ref = <ArrayBase> b
-        kb = ref._vt
-        ka = scalar_kind(a)
     else:
         return NotImplemented
+    ka = kind_of(a)
+    kb = kind_of(b)
     if ka < 0 or kb < 0:
         return NotImplemented
     if mode == 2:
         vt = ka if isinstance(a, ArrayBase) else promote(ka, kb)
     else:
         vt = promote(ka, kb)
-        if (op == OP_AND or op == OP_OR or op == OP_XOR) and is_float(vt) and (
-                ka == T_BOOL or kb == T_BOOL):
-            return float_mask_op(op, a, b, ka == T_BOOL)
+        if (op == OP_AND or op == OP_OR or op == OP_XOR) and vt != T_BOOL and (
+                (ka == T_BOOL and isinstance(a, ArrayBase)) or
+                (kb == T_BOOL and isinstance(b, ArrayBase))):
+            return mask_op(op, a, b, ka == T_BOOL and isinstance(a, ArrayBase))
     check_allowed(op, vt)
     rt = T_BOOL if mode == 1 else vt
     cdef uint32_t ia = operand(a, vt, ref._backend), ib = 0, r
@@ -105,11 +123,23 @@ cdef object binop(uint16_t op, object a, object b, int mode):
         dec_ext(ib)
     return wrap(ref._backend, rt, r)
 
-cdef object float_mask_op(uint16_t op, object a, object b, bint a_is_mask):
-    """`x & mask` on a float array keeps x where mask is set and gives 0 elsewhere."""
-    if op != OP_AND:
-        raise TypeError("pbc: only '&' combines a float array with a Bool mask")
-    return select3(a, b, 0) if a_is_mask else select3(b, a, 0)
+cdef object mask_op(uint16_t op, object a, object b, bint a_is_mask):
+    """A Bool mask combined with a number array selects rather than converting to 0/1:
+    `x & mask` keeps x where mask is set and gives 0 elsewhere; `x | mask` sets all bits
+    where mask is set (as Dr.Jit)."""
+    m, x = (a, b) if a_is_mask else (b, a)
+    if op == OP_AND:
+        return select3(m, x, 0)
+    if op == OP_OR:
+        if not isinstance(x, ArrayBase):
+            x = wrap((<ArrayBase> m)._backend, kind_of(x),
+                     operand(x, kind_of(x), (<ArrayBase> m)._backend))
+        ones = wrap((<ArrayBase> x)._backend, (<ArrayBase> x)._vt,
+                    var_literal((<ArrayBase> x)._vt, 1, 0xFFFFFFFFFFFFFFFF if TYPE_SIZE[
+                        (<ArrayBase> x)._vt] == 8 else 0xFFFFFFFF, (<ArrayBase> x)._backend))
+        return select3(m, ones, x)
+    raise TypeError("pbc: '^' does not combine a Bool mask with a number array (use "
+                    'pbc.select)')
 
 cdef ArrayBase share(ArrayBase a):
     """A new array object for a's variable. Results are never the operand object itself:
@@ -133,10 +163,9 @@ cdef object select3(object m, object t, object f):
             break
     if ref is None:
         raise TypeError('pbc.select: at least one argument must be a JIT array')
-    cdef int kt = (<ArrayBase> t)._vt if isinstance(t, ArrayBase) else scalar_kind(t)
-    cdef int kf = (<ArrayBase> f)._vt if isinstance(f, ArrayBase) else scalar_kind(f)
+    cdef int kt = kind_of(t), kf = kind_of(f)
     if kt < 0 or kf < 0:
-        raise TypeError('pbc.select: values must be JIT arrays or Python scalars')
+        raise TypeError('pbc.select: values must be JIT arrays, Python scalars or sequences')
     if isinstance(m, ArrayBase) and (<ArrayBase> m)._vt != T_BOOL:
         raise TypeError('pbc.select: the condition must be a Bool array')
     cdef uint8_t vt = promote(kt, kf)
@@ -177,8 +206,7 @@ cdef class ArrayBase:
             dec_ext(self._index)
             self._index = 0
         if len(args) == 0:
-            self._index = var_literal(self._vt, 0, 0, self._backend)
-            return
+            return                   # an empty array holds no variable (as in Dr.Jit)
         value = args[0] if len(args) == 1 else list(args)
         if isinstance(value, ArrayBase):
             if (<ArrayBase> value)._backend != self._backend:
@@ -200,7 +228,9 @@ cdef class ArrayBase:
 
     @property
     def state(self):
-        """'literal', 'evaluated' or 'unevaluated'."""
+        """'literal', 'evaluated', 'unevaluated' or 'invalid' (an empty array)."""
+        if self._index == 0:
+            return 'invalid'
         cdef uint16_t op = vars[self._index].op
         return 'literal' if op == OP_LITERAL else ('evaluated' if op == OP_DATA else 'unevaluated')
 
@@ -238,6 +268,21 @@ cdef class ArrayBase:
     def __rrshift__(self, o): return binop(OP_SHR, o, self, 2)
     def __pow__(self, o, mod=None): return power_hook(self, o)
     def __rpow__(self, o, mod=None): return power_hook(o, self)
+    # In-place forms change this array object (every name bound to it sees the new value),
+    # as Dr.Jit does; a result of another type (UInt32 += 0.5) rebinds the name instead.
+    def __iadd__(self, o): return inplace(self, binop(OP_ADD, self, o, 0))
+    def __isub__(self, o): return inplace(self, binop(OP_SUB, self, o, 0))
+    def __imul__(self, o): return inplace(self, binop(OP_MUL, self, o, 0))
+    def __itruediv__(self, o): return inplace(self, binop(OP_DIV, self, o, 0))
+    def __ifloordiv__(self, o): return inplace(self, floordiv(self, o))
+    def __imod__(self, o): return inplace(self, binop(OP_MOD, self, o, 0))
+    def __iand__(self, o): return inplace(self, binop(OP_AND, self, o, 0))
+    def __ior__(self, o): return inplace(self, binop(OP_OR, self, o, 0))
+    def __ixor__(self, o): return inplace(self, binop(OP_XOR, self, o, 0))
+    def __ilshift__(self, o): return inplace(self, binop(OP_SHL, self, o, 2))
+    def __irshift__(self, o): return inplace(self, binop(OP_SHR, self, o, 2))
+    def __ipow__(self, o): return inplace(self, power_hook(self, o))
+
     def __neg__(self): return unop(OP_NEG, self)
     def __invert__(self): return unop(OP_NOT, self)
     def __abs__(self): return unop(OP_ABS, self)
@@ -250,7 +295,10 @@ cdef class ArrayBase:
     def __le__(self, o): return binop(OP_LE, self, o, 1)
     def __gt__(self, o): return binop(OP_GT, self, o, 1)
     def __ge__(self, o): return binop(OP_GE, self, o, 1)
-    __hash__ = None
+    # Hashed by identity (== compares lanes), so that arrays can be dict keys and dataclass
+    # field defaults, as Dr.Jit's can.
+    def __hash__(self):
+        return id(self) >> 4
 
     def __bool__(self):
         cdef uint32_t n = vars[self._index].size
@@ -265,6 +313,8 @@ cdef class ArrayBase:
     def __getitem__(self, key):
         if isinstance(key, ArrayBase) and (<ArrayBase> key)._vt == T_BOOL:
             return share(self)   # x[mask] += v  becomes  x = select(mask, x + v, x)
+        if isinstance(key, (slice, ArrayBase)) or is_sequence(key):
+            return gather(type(self), self, lanes_of(key, len(self), self._backend))
         cdef int64_t n = vars[self._index].size, i = key
         if i < 0:
             i += n
@@ -281,6 +331,9 @@ cdef class ArrayBase:
     def __setitem__(self, key, value):
         if isinstance(key, ArrayBase) and (<ArrayBase> key)._vt == T_BOOL:
             new = select3(key, value, self)
+        elif isinstance(key, (slice, ArrayBase)) or is_sequence(key):
+            scatter_obj(self, value, lanes_of(key, len(self), self._backend), True, 0)
+            return
         else:
             n = len(self)
             i = key + n if key < 0 else key
@@ -290,6 +343,13 @@ cdef class ArrayBase:
             scatter_obj(self, value, index, True, 0)
             return
         self._set_index((<ArrayBase> new)._index)
+
+    def item(self):
+        """The one value of a width-1 array, as a Python number."""
+        cdef uint32_t n = vars[self._index].size
+        if n != 1:
+            raise ValueError(f'pbc: item() needs an array of width 1, not {n}')
+        return self[0]
 
     # ---- conversion ----
     def numpy(self):
@@ -309,6 +369,28 @@ cdef class ArrayBase:
 
     def __reduce__(self):
         return (type(self), (to_numpy(self),))
+
+cdef object inplace(ArrayBase self, object r):
+    if r is NotImplemented or type(r) is not type(self):
+        return r
+    self._set_index((<ArrayBase> r)._index)
+    return self
+
+cdef object lanes_of(object key, uint32_t n, uint8_t backend):
+    """The lanes a slice, index array or sequence selects, as UInt32 indices (a slice
+    becomes a counter expression, not memory)."""
+    cdef uint32_t count, r
+    if isinstance(key, slice):
+        start, stop, step = key.indices(n)
+        count = len(range(start, stop, step))
+        r = var_new(OP_COUNTER, T_UINT32, count, 0, 0, 0, 0, 0, 0, backend) if count > 1 \
+            else var_literal(T_UINT32, count, 0, backend)
+        idx = wrap(backend, T_UINT32, r)
+        return idx if start == 0 and step == 1 else idx * step + start
+    if kind_of(key) not in (T_INT32, T_UINT32, T_INT64, T_UINT64):
+        raise TypeError(f'pbc: arrays are indexed by integers, slices or integer arrays, not '
+                        f'{type(key).__name__}')
+    return key
 
 cdef object floordiv(object a, object b):
     r = binop(OP_DIV, a, b, 0)
@@ -375,9 +457,10 @@ def op_fma(a, b, c):
     cdef ArrayBase ref = next(x for x in (a, b, c) if isinstance(x, ArrayBase))
     cdef int k, vt = 0
     for x in (a, b, c):
-        k = (<ArrayBase> x)._vt if isinstance(x, ArrayBase) else scalar_kind(x)
+        k = kind_of(x)
         if k < 0:
-            raise TypeError('pbc.fma: arguments must be JIT arrays or Python scalars')
+            raise TypeError('pbc.fma: arguments must be JIT arrays, Python scalars or '
+                            'sequences')
         vt = promote(vt, k)
     check_allowed(OP_FMA, vt)
     cdef uint32_t ia = operand(a, vt, ref._backend), ib = 0, ic = 0, r
@@ -402,9 +485,12 @@ def literal(cls, value, uint32_t size=1):
                                                    cls._backend_code))
 
 def counter(cls, uint32_t size):
-    """0, 1, ..., size-1 as UInt32 (the kernel's lane index)."""
-    return wrap(cls._backend_code, T_UINT32,
-                var_new(OP_COUNTER, T_UINT32, size, 0, 0, 0, 0, 0, 0, cls._backend_code))
+    """0, 1, ..., size-1 as UInt32 (the kernel's lane index). A counter of width 0 or 1 is
+    a literal: in a kernel it would be rendered as the lane index of a wider launch."""
+    cdef uint8_t be = cls._backend_code
+    if size <= 1:
+        return wrap(be, T_UINT32, var_literal(T_UINT32, size, 0, be))
+    return wrap(be, T_UINT32, var_new(OP_COUNTER, T_UINT32, size, 0, 0, 0, 0, 0, 0, be))
 
 def data_address(ArrayBase a):
     """Address of the evaluated buffer (evaluates; 0 for literals)."""

@@ -4,7 +4,7 @@
 cdef uint32_t index_operand(object index, uint8_t backend, uint32_t* mask) except 0:
     """The index as UInt32. A 64-bit index beyond 2^32 - 1 cannot be in bounds: its lane is
     masked off (mask is updated, a new reference) rather than wrapped around."""
-    cdef int k = (<ArrayBase> index)._vt if isinstance(index, ArrayBase) else scalar_kind(index)
+    cdef int k = kind_of(index)
     if k == T_BOOL or is_float(k) or k < 0:
         raise TypeError('pbc: gather/scatter indices must be integer arrays')
     if k != T_INT64 and k != T_UINT64:

@@ -13,6 +13,7 @@ from .evaluate import eval as _eval
 from .flags import JitFlag, flag
 from .routines import any as _any
 from .routines import gather, select
+from .state import Snapshot, nodes, settle, working_copy
 from .tree import children, flatten, paths, rebuild
 
 MODES = ('symbolic', 'evaluated', None)
@@ -155,11 +156,12 @@ def _record(state, arrays, build, cond, body, names, width, fixed):
     backend = arrays[0]._backend_code
     start, phis = _runtime.loop_begin([arrays[i].index for i in loop_arrays], width, backend)
     try:
-        phi_arrays = [_runtime.wrap_index(type(arrays[i]), p) for i, p in zip(loop_arrays, phis)]
-        inner = list(arrays)
-        for i, a in zip(loop_arrays, phi_arrays):
-            inner[i] = a
+        # The body's working copy: the loop's variables in new objects and containers.
+        inner = [type(a)(a) for a in arrays]
+        for i, p in zip(loop_arrays, phis):
+            inner[i] = _runtime.wrap_index(type(arrays[i]), p)
         st = build(inner)
+        snap = Snapshot(st)
         c = cond(*st)
         if not isinstance(c, ArrayBase) or c.Type != 'bool':
             raise TypeError(f'pbc.while_loop: the condition must stay a Bool array, got '
@@ -186,8 +188,8 @@ def _record(state, arrays, build, cond, body, names, width, fixed):
                                  f'width {effects}, the loop {width}')
             raise _Retry(effects, fixed)
         if flag(JitFlag.OptimizeLoops):
-            same = {i for i, a in zip(loop_arrays, phi_arrays)
-                    if new_arrays[i].index in (a.index, arrays[i].index)}
+            same = {i for i, p in zip(loop_arrays, phis)
+                    if new_arrays[i].index in (p, arrays[i].index)}
             if same:
                 _stats['invariant_removed'] += len(same)
                 raise _Retry(width, fixed | same)
@@ -201,7 +203,7 @@ def _record(state, arrays, build, cond, body, names, width, fixed):
     final = [_broadcast(a, width) for a in arrays]     # fixed ones: their (unchanged) value
     for i, o in zip(loop_arrays, outs):
         final[i] = _runtime.wrap_index(type(arrays[i]), o)
-    return build(final)
+    return settle(new, final, nodes(state)[0], snap.same_path(new))
 
 
 def _broadcast(a, width):
@@ -219,6 +221,8 @@ def _evaluated_loop(state, cond, body, names, c):
                            "loop body; use mode='symbolic' for the inner loop")
     arrays, build = flatten(state)
     width = _width(arrays + [c], 'while_loop', names)
+    original = nodes(state)[0]
+    mutated = [False] * len(original)
     state = build([_broadcast(a, width) for a in arrays])     # as wide as a symbolic loop's
     Bool = type(c)
     outer = _runtime.mask_top(Bool)
@@ -230,16 +234,19 @@ def _evaluated_loop(state, cond, body, names, c):
             c = c & active
         _eval(c, state)
         if not _any(c)[0]:
-            return state
-        # The body gets new containers: changing one in place (pos.x += 1) must not touch
+            return settle(state, flatten(state)[0], original, mutated)
+        # The body gets a working copy: changing it in place (pos.x += 1) must not touch
         # the state of the lanes that are done.
         old_arrays, _ = flatten(state)
+        work = working_copy(state)
+        snap = Snapshot(work)
         _runtime.mask_push(c)
         try:
-            new = _as_state(body(*_copy(state)), len(state), 'while_loop')
+            new = _as_state(body(*work), len(state), 'while_loop')
         finally:
             _runtime.mask_pop()
         _check_same(state, new, names, 'while_loop')
+        mutated = [a or b for a, b in zip(mutated, snap.same_path(new))]
         new_arrays, build_new = flatten(new)
         state = build_new([select(c, b, a) for a, b in zip(old_arrays, new_arrays)])
         active = c
@@ -261,11 +268,14 @@ def if_stmt(args, cond, true_fn, false_fn, labels=(), label=None, mode=None, str
         and not _runtime.recording_depth()
     if evaluated:
         _eval(cond)
-    result = []
+    result, snaps = [], []
     for mask, fn in ((cond, true_fn), (~cond, false_fn)):
+        # Each branch gets a working copy: its in-place changes do not leak into the other.
+        work = working_copy(args)
+        snaps.append(Snapshot(work))
         _runtime.mask_push(mask)
         try:
-            result.append(fn(*_copy(args)))
+            result.append(fn(*work))
         finally:
             _runtime.mask_pop()
     t, f = result
@@ -276,14 +286,28 @@ def if_stmt(args, cond, true_fn, false_fn, labels=(), label=None, mode=None, str
         merged = _merge(cond, t, f, label or 'result')
     if evaluated:
         _eval(merged)
-    return merged
+    return settle(merged, flatten(merged)[0], *_homes(merged, t, f, snaps, nodes(args)[0]))
 
 
-def _copy(args):
-    """New containers around the same arrays: one branch's in-place changes to a list or
-    an object's fields do not leak into the other branch."""
-    arrays, build = flatten(args)
-    return build(arrays)
+def _homes(merged, t, f, snaps, original):
+    """Per node of `merged`: the caller's argument object that the branches returned there
+    (their working copy of it, in either branch), and whether a branch changed it in
+    place."""
+    homes, mutated = [], []
+    _find_homes(merged, t, f, snaps, original, homes, mutated)
+    return homes, mutated
+
+
+def _find_homes(m, a, b, snaps, original, homes, mutated):
+    if not (isinstance(m, ArrayBase) or children(m) is not None):
+        return
+    (i, mi), (j, mj) = snaps[0].identity_of(a), snaps[1].identity_of(b)
+    home = i if j is None or j == i else j if i is None else None
+    homes.append(original[home] if home is not None else None)
+    mutated.append(mi or mj)
+    if not isinstance(m, ArrayBase):
+        for parts in zip(children(m), children(a) or (), children(b) or ()):
+            _find_homes(*parts, snaps, original, homes, mutated)
 
 
 def _merge(cond, t, f, path):

@@ -18,10 +18,11 @@ import numpy as np
 
 from . import _runtime
 from ._runtime import ArrayBase
-from .control import _broadcast, _copy
+from .control import _broadcast
 from .evaluate import eval as _eval
 from .flags import JitFlag, flag
 from .routines import full, gather, scatter, select, zeros
+from .state import working_copy
 from .tree import children, flatten, paths, rebuild
 
 _instances = {}                 # id -> weak reference to the registered instance
@@ -131,6 +132,9 @@ class PtrBase:
 
     def _pbc_rebuild(self, parts):
         return self._wrap(parts[0])
+
+    def _pbc_assign(self, parts):
+        self.index = parts[0]
 
     @classmethod
     def _pbc_select(cls, m, t, f):
@@ -476,7 +480,7 @@ def _evaluated(selector, active, targets, args, what):
         _key, fn, obj = targets[0]
         _runtime.mask_push(active & False)
         try:
-            out = _zeros_like(fn(*_copy(args)), width, selector)
+            out = _zeros_like(fn(*working_copy(args)), width, selector)
         finally:
             _runtime.mask_pop()
     return out

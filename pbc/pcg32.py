@@ -94,6 +94,9 @@ class PCG32Base:
         out.state, out.inc = children
         return out
 
+    def _pbc_assign(self, children):
+        self.state, self.inc = children
+
     def __repr__(self):
         return f'{type(self).__name__}[state={self.state}, inc={self.inc}]'
 

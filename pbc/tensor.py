@@ -35,6 +35,9 @@ class Tensor:
         out.array, out.shape = children[0], self.shape
         return out
 
+    def _pbc_assign(self, children):
+        self.array = children[0]
+
     @property
     def ndim(self):
         return len(self.shape)

@@ -47,6 +47,24 @@ def rebuild(x, parts):
     return out
 
 
+def assign(x, parts):
+    """Puts `parts` into container x in place (as children(x) would list them); False for
+    containers that cannot change (tuples, ...)."""
+    if hasattr(x, '_pbc_assign'):
+        x._pbc_assign(list(parts))
+    elif isinstance(x, list):
+        x[:] = parts
+    elif isinstance(x, dict):
+        for key, p in zip(list(x.keys()), parts):
+            x[key] = p
+    elif _fields(x) is not None:
+        for name, p in zip(_fields(x), parts):
+            object.__setattr__(x, name, p)
+    else:
+        return False
+    return True
+
+
 def leaves(obj):
     """Yields every flat JIT array reachable from obj, depth first, without recursion."""
     stack = [obj]

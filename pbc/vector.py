@@ -5,6 +5,8 @@ flat arrays and Python scalars broadcast across components. Matrices are row-maj
 of row vectors; `@` (and `*` between two matrices, as in Dr.Jit) is the matrix product.
 """
 
+import operator
+
 import numpy as np
 
 from ._runtime import ArrayBase, op_binary
@@ -17,11 +19,21 @@ def vector_type(size, flat):
     return _VECTORS[(size, flat)]
 
 
+OPERANDS = (ArrayBase, int, float, bool, list, tuple, np.ndarray, np.number, np.bool_)
+
+
 def _components(x, size):
+    """x per component: a vector's own, a sequence's entries (one per component, as Dr.Jit
+    converts a sequence to the vector type), or x itself for each."""
     if isinstance(x, StaticArray):
         if x.Size != size:
             raise ValueError(f'pbc: cannot combine vectors of sizes {x.Size} and {size}')
         return x._items
+    if isinstance(x, (list, tuple)) or (isinstance(x, np.ndarray) and x.ndim > 0):
+        if len(x) != size:
+            raise ValueError(f'pbc: cannot combine a sequence of length {len(x)} with a '
+                             f'vector of size {size}')
+        return tuple(x)
     return (x,) * size
 
 
@@ -31,23 +43,27 @@ class StaticArray:
     __slots__ = ('_items',)
     __array_priority__ = 200
 
-    def __init__(self, *args):
+    def __init__(self, *args, flip_axes=False):
         n, V = self.Size, self.Value
         if len(args) == 0:
             items = [V() for _ in range(n)]
         elif len(args) == 1:
             a = args[0]
+            if isinstance(a, np.ndarray) and flip_axes:
+                a = a.T               # (N, Size) data, as Dr.Jit's flip_axes
             if isinstance(a, StaticArray):
                 items = [V(c) for c in _components(a, n)]
             elif isinstance(a, (list, tuple)) and len(a) == n:
                 items = [V(c) for c in a]
-            elif isinstance(a, np.ndarray) and a.ndim == 2:
+            elif isinstance(a, np.ndarray) and a.ndim in (1, 2):
                 if a.shape[0] != n:
-                    raise ValueError(f'pbc: {type(self).__name__} needs shape ({n}, N), '
-                                     f'got {a.shape}')
+                    raise ValueError(f'pbc: {type(self).__name__} needs shape ({n},) or '
+                                     f'({n}, N), got {a.shape}')
                 items = [V(np.ascontiguousarray(row)) for row in a]
             else:
-                items = [V(a)] * n
+                # One object per component: an in-place change of one must not show in
+                # the others.
+                items = [V(a) for _ in range(n)]
         elif len(args) == n:
             items = [V(c) for c in args]
         else:
@@ -79,9 +95,35 @@ class StaticArray:
         if isinstance(i, ArrayBase):          # v[mask] = w: masked assignment per component
             from .routines import select
             items = [select(i, w, c) for c, w in zip(items, _components(value, self.Size))]
+        elif items[i] is value:               # v.x += 1 wrote into the component itself
+            return
         else:
             items[i] = self.Value(value)
         object.__setattr__(self, '_items', tuple(items))
+
+    def _pbc_assign(self, children):
+        object.__setattr__(self, '_items', tuple(children))
+
+    def __getattr__(self, name):
+        # Swizzles: v.xy, v.zyx, v.xxxx (as Dr.Jit), new vectors of the named components.
+        if 2 <= len(name) <= 4 and set(name) <= set(_SWIZZLE):
+            items = self._items
+            try:
+                picked = [items[_SWIZZLE[c]] for c in name]
+            except IndexError:
+                pass
+            else:
+                return vector_type(len(name), self.Value)._from(
+                    [type(c)(c) for c in picked])
+        raise AttributeError(f'{type(self).__name__!r} object has no attribute {name!r}')
+
+    def __setattr__(self, name, value):
+        if 2 <= len(name) <= 4 and set(name) <= set(_SWIZZLE) and len(set(name)) == len(name):
+            parts = _components(value, len(name))
+            for c, v in zip(name, parts):
+                self[_SWIZZLE[c]] = v
+            return
+        object.__setattr__(self, name, value)
 
     def __iter__(self):
         return iter(self._items)
@@ -92,11 +134,12 @@ class StaticArray:
     w = property(lambda s: s._items[3], lambda s, v: s.__setitem__(3, v))
 
     def width(self):
-        return max((len(c) for c in self._items), default=0)
+        return max((c.width() if isinstance(c, StaticArray) else len(c) for c in self._items),
+                   default=0)
 
     # ---- componentwise operators ----
     def _map2(self, other, fn, reflected=False):
-        if not isinstance(other, (StaticArray, ArrayBase, int, float, bool)):
+        if not isinstance(other, (StaticArray,) + OPERANDS):
             return NotImplemented
         n = self.Size
         pairs = zip(_components(other, n), self._items) if reflected else \
@@ -108,34 +151,28 @@ class StaticArray:
         items = [fn(a) for a in self._items]
         return vector_type(self.Size, type(items[0]))._from(items)
 
-    def __add__(self, o): return self._map2(o, lambda a, b: a + b)
-    def __radd__(self, o): return self._map2(o, lambda a, b: a + b, True)
-    def __sub__(self, o): return self._map2(o, lambda a, b: a - b)
-    def __rsub__(self, o): return self._map2(o, lambda a, b: a - b, True)
-    def __mul__(self, o): return self._map2(o, lambda a, b: a * b)
-    def __rmul__(self, o): return self._map2(o, lambda a, b: a * b, True)
-    def __truediv__(self, o): return self._map2(o, lambda a, b: a / b)
-    def __rtruediv__(self, o): return self._map2(o, lambda a, b: a / b, True)
-    def __floordiv__(self, o): return self._map2(o, lambda a, b: a // b)
-    def __mod__(self, o): return self._map2(o, lambda a, b: a % b)
-    def __pow__(self, o): return self._map2(o, lambda a, b: a ** b)
-    def __and__(self, o): return self._map2(o, lambda a, b: a & b)
-    def __rand__(self, o): return self._map2(o, lambda a, b: a & b, True)
-    def __or__(self, o): return self._map2(o, lambda a, b: a | b)
-    def __ror__(self, o): return self._map2(o, lambda a, b: a | b, True)
-    def __xor__(self, o): return self._map2(o, lambda a, b: a ^ b)
-    def __lshift__(self, o): return self._map2(o, lambda a, b: a << b)
-    def __rshift__(self, o): return self._map2(o, lambda a, b: a >> b)
-    def __lt__(self, o): return self._map2(o, lambda a, b: a < b)
-    def __le__(self, o): return self._map2(o, lambda a, b: a <= b)
-    def __gt__(self, o): return self._map2(o, lambda a, b: a > b)
-    def __ge__(self, o): return self._map2(o, lambda a, b: a >= b)
+    def _inplace(self, r):
+        """self updated to r (a += b changes the vector object, as in Dr.Jit): components
+        change in place, so that names bound to them (vy = v.y) see it too."""
+        if r is NotImplemented or type(r) is not type(self):
+            return r
+        assign(self, r)
+        return self
+
     def __eq__(self, o): return self._map2(o, lambda a, b: op_binary('eq', a, b))
     def __ne__(self, o): return self._map2(o, lambda a, b: op_binary('ne', a, b))
-    def __neg__(self): return self._map1(lambda a: -a)
-    def __invert__(self): return self._map1(lambda a: ~a)
+    def __lt__(self, o): return self._map2(o, operator.lt)
+    def __le__(self, o): return self._map2(o, operator.le)
+    def __gt__(self, o): return self._map2(o, operator.gt)
+    def __ge__(self, o): return self._map2(o, operator.ge)
+    def __neg__(self): return self._map1(operator.neg)
+    def __pos__(self): return self._map1(lambda a: type(a)(a))
+    def __invert__(self): return self._map1(operator.invert)
     def __abs__(self): return self._map1(abs)
-    __hash__ = None
+
+    # Identity hash (== compares lanes), as for flat arrays.
+    def __hash__(self):
+        return id(self) >> 4
 
     def __bool__(self):
         raise TypeError('pbc: bool() of a static vector is ambiguous; use pbc.all()/any()')
@@ -143,7 +180,8 @@ class StaticArray:
     def numpy(self):
         """Shape (Size, N), static dimension first (as Dr.Jit)."""
         w = self.width()
-        return np.stack([np.broadcast_to(c.numpy(), w) for c in self._items])
+        parts = [c.numpy() for c in self._items]
+        return np.stack([np.broadcast_to(p, p.shape[:-1] + (w,)) for p in parts])
 
     def __array__(self, dtype=None, copy=None):
         a = self.numpy()
@@ -151,6 +189,40 @@ class StaticArray:
 
     def __repr__(self):
         return format_rows(self.numpy().T)
+
+
+_SWIZZLE = {'x': 0, 'y': 1, 'z': 2, 'w': 3}
+_BINARY = {'add': operator.add, 'sub': operator.sub, 'mul': operator.mul,
+           'truediv': operator.truediv, 'floordiv': operator.floordiv, 'mod': operator.mod,
+           'pow': operator.pow, 'and': operator.and_, 'or': operator.or_, 'xor': operator.xor,
+           'lshift': operator.lshift, 'rshift': operator.rshift}
+
+
+def _operators(cls, binary):
+    """cls's binary operators, their reflected and in-place forms, from cls._map2."""
+    for name, fn in binary.items():
+        setattr(cls, f'__{name}__', lambda s, o, fn=fn: s._map2(o, fn))
+        setattr(cls, f'__r{name}__', lambda s, o, fn=fn: s._map2(o, fn, True))
+        setattr(cls, f'__i{name}__', lambda s, o, fn=fn: s._inplace(s._map2(o, fn)))
+
+
+_operators(StaticArray, _BINARY)
+
+
+def assign(dst, src):
+    """dst (an array, vector or matrix) takes src's values in place, down to its flat
+    arrays. A component object that occurs twice in dst is replaced rather than changed."""
+    seen = set()
+    items = list(dst._pbc_children())
+    for k, (d, s) in enumerate(zip(items, src._pbc_children())):
+        if id(d) in seen or type(d) is not type(s):
+            items[k] = s
+        elif isinstance(d, ArrayBase):
+            d._set_index(s.index)
+        else:
+            assign(d, s)
+        seen.add(id(items[k]))
+    dst._pbc_assign(items)
 
 
 class Matrix:
@@ -223,28 +295,71 @@ class Matrix:
     def __mul__(self, o):
         if isinstance(o, Matrix):
             return self @ o
-        return type(self)._from([r * o for r in self._rows])
+        return self._map2(o, operator.mul)
 
     def __rmul__(self, o):
-        return type(self)._from([o * r for r in self._rows])
+        return self._map2(o, operator.mul, True)
 
-    def __add__(self, o):
-        oth = o._rows if isinstance(o, Matrix) else (o,) * self.Size
-        return type(self)._from([a + b for a, b in zip(self._rows, oth)])
+    def _map2(self, other, fn, reflected=False):
+        """fn row by row: with another matrix's rows, a nested sequence's, or other for every
+        row (a number, a flat array, or a vector applied to each row)."""
+        n = self.Size
+        if isinstance(other, Matrix):
+            if other.Size != n:
+                raise ValueError(f'pbc: cannot combine matrices of sizes {n} and {other.Size}')
+            parts = other._rows
+        elif isinstance(other, (StaticArray,) + OPERANDS):
+            parts = _components(other, n) if np.ndim(other) == 2 else (other,) * n
+        else:
+            return NotImplemented
+        rows = [fn(b, a) if reflected else fn(a, b) for a, b in zip(self._rows, parts)]
+        if all(type(r) is self.Row for r in rows):
+            return type(self)._from(rows)
+        return vector_type(n, type(rows[0]))._from(rows)      # comparisons: Array{n}{n}b
 
-    def __sub__(self, o):
-        oth = o._rows if isinstance(o, Matrix) else (o,) * self.Size
-        return type(self)._from([a - b for a, b in zip(self._rows, oth)])
+    def _map1(self, fn):
+        return type(self)._from([fn(r) for r in self._rows])
 
-    def __neg__(self):
-        return type(self)._from([-r for r in self._rows])
+    def _inplace(self, r):
+        if r is NotImplemented or type(r) is not type(self):
+            return r
+        assign(self, r)
+        return self
+
+    def _pbc_assign(self, children):
+        object.__setattr__(self, '_rows', tuple(children))
+
+    def __eq__(self, o): return self._map2(o, operator.eq)
+    def __ne__(self, o): return self._map2(o, operator.ne)
+    def __lt__(self, o): return self._map2(o, operator.lt)
+    def __le__(self, o): return self._map2(o, operator.le)
+    def __gt__(self, o): return self._map2(o, operator.gt)
+    def __ge__(self, o): return self._map2(o, operator.ge)
+    def __neg__(self): return self._map1(operator.neg)
+    def __pos__(self): return self._map1(operator.pos)
+    def __abs__(self): return self._map1(abs)
+    def __imul__(self, o): return self._inplace(self * o)
+
+    def __hash__(self):
+        return id(self) >> 4
+
+    @property
+    def T(self):
+        return transpose(self)
 
     def numpy(self):
         """Shape (Size, Size, N)."""
         return np.stack([r.numpy() for r in self._rows])
 
+    def __array__(self, dtype=None, copy=None):
+        a = self.numpy()
+        return a if dtype is None else a.astype(dtype)
+
     def __repr__(self):
         return repr(self.numpy())
+
+
+_operators(Matrix, {k: v for k, v in _BINARY.items() if k not in ('mul', 'pow')})
 
 
 def transpose(m):
@@ -270,6 +385,12 @@ def make_vector_types(flat, module_name):
                                               '__module__': module_name, '__qualname__': name})
             _VECTORS[(n, flat[comp])] = cls
             types[name] = cls
+    for n in (2, 3, 4):          # masks of matrices (their comparisons' results)
+        name = f'Array{n}{n}b'
+        inner = types[f'Array{n}b']
+        types[name] = _VECTORS[(n, inner)] = type(name, (StaticArray,), {
+            'Size': n, 'Value': inner, '__slots__': (), '__module__': module_name,
+            '__qualname__': name})
     for n in (2, 3, 4):
         name = f'Matrix{n}f'
         types[name] = type(name, (Matrix,), {'Size': n, 'Row': types[f'Array{n}f'],

@@ -32,7 +32,7 @@ def test_construction_forms():
     np.testing.assert_array_equal(Int(Float(-1.7, 2.9)).numpy(), [-1, 2])
     bits = pbc.reinterpret_array(UInt32, Float(1.0))
     assert bits[0] == 0x3F800000
-    assert len(Float()) == 0 and Float().index != 0
+    assert len(Float()) == 0 and Float().index == 0 and Float().state == 'invalid'
     assert Float(1, 2).index != 0 and pbc.width(Float(1, 2, 3)) == 3
     assert UInt(-1)[0] == 2**32 - 1
 

@@ -384,16 +384,26 @@ def test_legacy_loop_interrupted_by_an_exception():
 
 @pytest.mark.parametrize('mode', MODES)
 def test_body_changing_its_state_in_place(mode):
-    # pos.x += 1 changes the vector object itself: lanes that left the loop keep theirs.
+    # pos.x += 1 changes the vector the body got: the caller's vector takes the final value
+    # (lanes that left the loop keep theirs), as in Dr.Jit. Rebinding (pos = pos + 1) leaves
+    # the caller's object alone and returns a new one.
     trips = UInt32(0, 1, 3)
 
-    def body(i, pos):
+    def in_place(i, pos):
         pos.x += 1
         return i + 1, pos
 
+    def rebinding(i, pos):
+        return i + 1, pos + Array3f(1, 0, 0)
+
     start = Array3f(0)
-    _, pos = pbc.while_loop((UInt32(0), start), lambda i, pos: i < trips, body, mode=mode)
-    assert pos.x.numpy().tolist() == [0, 1, 3]
+    x = start.x
+    _, pos = pbc.while_loop((UInt32(0), start), lambda i, pos: i < trips, in_place, mode=mode)
+    assert pos is start and pos.x is x and x.numpy().tolist() == [0, 1, 3]
+
+    start = Array3f(0)
+    _, pos = pbc.while_loop((UInt32(0), start), lambda i, pos: i < trips, rebinding, mode=mode)
+    assert pos is not start and pos.x.numpy().tolist() == [0, 1, 3]
     assert start.x.numpy().tolist() == [0]
 
 

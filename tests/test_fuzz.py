@@ -563,7 +563,7 @@ class Program:
         wide = self.N > 1 and self.coin(3, 4)
         n = self.N if wide else 1
         kind = 'literal' if literal_only else self.choice(('data', 'data', 'literal', 'arange'))
-        if kind == 'arange' and (t == 'bool' or not wide):
+        if kind == 'arange' and t == 'bool':
             kind = 'data'
         if kind == 'data':
             self.emit_values(random_values(self.rng, t, n), wide)
@@ -622,6 +622,9 @@ def gen_binary(prog, name):
     vt = promote(prog.kind(a), prog.kind(b))
     if vt not in allowed:
         return False
+    if name in ('and', 'or', 'xor') and vt != 'bool' and any(
+            isinstance(x, Ref) and prog.kind(x) == 'bool' for x in (a, b)):
+        return False              # a mask operand selects: gen_mask_op draws these
     elementwise(prog, template, fn, vt, 'bool' if name in COMPARE else vt, (a, b))
 
 
@@ -669,17 +672,23 @@ def gen_float_bitwise(prog, name):
     elementwise(prog, f'{fa} {op} {fb}', bits, vt, vt, (a, b))
 
 
-def gen_mask_and(prog, name):
-    """`float_array & mask` keeps the value where mask is set and gives 0 elsewhere."""
-    x, m = prog.node(FLOATS), prog.node(('bool',))
+def gen_mask_op(prog, name):
+    """A Bool mask array combined with a number array selects: `x & mask` keeps x where
+    mask is set and gives 0 elsewhere, `x | mask` gives all bits set there."""
+    x, m = prog.node(FLOATS + INTS), prog.node(('bool',))
     if x is None or m is None:
         return False
     t = prog.kind(x)
     wide = prog.is_wide(x, m)
+    op = prog.choice(('&', '|'))
 
     def step(env):
-        env.append(finish(prog, t, wide, np.where(env[m.i], env[x.i], env[x.i].dtype.type(0))))
-    prog.emit(f'{{out}} = {x} & {m}' if prog.coin() else f'{{out}} = {m} & {x}', step, t, wide)
+        ones = np.array([-1], np.int64).view(np.uint64).astype(f'uint{BITS[t]}').view(t)
+        other = np.zeros(1, t) if op == '&' else ones
+        env.append(finish(prog, t, wide, np.where(env[m.i], env[x.i], other) if op == '&'
+                          else np.where(env[m.i], other, env[x.i])))
+    prog.emit(f'{{out}} = {x} {op} {m}' if prog.coin() else f'{{out}} = {m} {op} {x}', step, t,
+              wide)
 
 
 def gen_cast(prog, name):
@@ -947,7 +956,7 @@ GENERATORS = {
     **{k: gen_horizontal for k in HORIZONTAL},
     'shl': gen_shift, 'shr': gen_shift,
     'fand': gen_float_bitwise, 'for': gen_float_bitwise, 'fxor': gen_float_bitwise,
-    'mask_and': gen_mask_and, 'cast': gen_cast, 'reinterpret': gen_reinterpret,
+    'mask_op': gen_mask_op, 'cast': gen_cast, 'reinterpret': gen_reinterpret,
     'select': gen_select, 'fma': gen_fma, 'pow': gen_pow, 'gather': gen_gather,
     'scatter': gen_scatter,
     **{f'scatter_{r}': gen_scatter for r in REDUCE_OPS},

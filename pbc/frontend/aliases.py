@@ -2,22 +2,19 @@
 
 Python code that modifies an object in place (`rng.next_uint32()`, `obj.field = v`) changes
 it under every name that refers to it (`b = a`), loop state or not. The runtime, however,
-records each state entry as its own variables and returns new objects. So for a JIT loop or
-branch, an object under several state names is passed once and handed to the user's
-functions under all its names again (Aliases), and an object that the body only modified in
-place gets the final values written back into it (write_back), instead of being replaced."""
-
-import dataclasses
+tracks each state entry on its own (pbc/state.py). So for a JIT loop or branch, a container
+under several state names is passed once and handed to the user's functions under all its
+names again (Aliases). JIT arrays are passed per name: `acc = x` followed by
+`acc = acc * x` in a loop must leave x alone."""
 
 from .._runtime import ArrayBase
-from ..vector import StaticArray
 
 IMMUTABLE = (int, float, complex, bool, str, bytes, tuple, frozenset, type(None))
 
 
 def shared(x):
-    """Whether in-place changes of x would be seen through another name (JIT arrays are
-    replaced, not changed, by arithmetic; a scatter into an aliased array is rare)."""
+    """Whether x is a container whose in-place changes must be seen through its other names
+    (arrays are tracked per name, see the module's docstring)."""
     return not isinstance(x, (ArrayBase, IMMUTABLE))
 
 
@@ -58,24 +55,3 @@ class Aliases:
                                 'is a different one after the loop body; copy it before the '
                                 f'loop (e.g. {b} = copy.copy({a})) to make them independent')
         return tuple(values[out[j]] for j in range(len(self.unique)))
-
-
-def write_back(orig, new):
-    """orig, updated in place to new's contents (same type); new if that is not possible."""
-    if orig is new or type(orig) is not type(new) or not shared(orig):
-        return new
-    if isinstance(orig, list):
-        orig[:] = new
-    elif isinstance(orig, dict):
-        orig.clear()
-        orig.update(new)
-    elif isinstance(orig, StaticArray):
-        object.__setattr__(orig, '_items', new._items)
-    elif hasattr(type(orig), 'DRJIT_STRUCT') or dataclasses.is_dataclass(orig):
-        names = type(orig).DRJIT_STRUCT if hasattr(type(orig), 'DRJIT_STRUCT') else \
-            [f.name for f in dataclasses.fields(orig)]
-        for k in names:
-            setattr(orig, k, getattr(new, k))
-    else:
-        return new
-    return orig

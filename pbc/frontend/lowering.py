@@ -291,8 +291,10 @@ class Lowerer(Located):
         counter = located(ast.Assign([ast.Tuple([name(v, ast.Store) for v in (i, stop, step)],
                                                 ast.Store())],
                                      hints.ctl('jit_range', name(args))), s)
+        # (i = i + step, not i += step: that would change the object the loop variable
+        # is bound to, in place)
         step_stmts = [assign(s.target.id, name(i), s),
-                      located(ast.AugAssign(name(i, ast.Store), ast.Add(), name(step)), s)]
+                      assign(i, ast.BinOp(name(i), ast.Add(), name(step)), s)]
         loop = located(ast.While(hints.ctl('range_test', name(i), name(stop), name(step)),
                                  step_stmts + s.body, s.orelse), s)
         jit = [counter] + self.while_(loop, hint, n)

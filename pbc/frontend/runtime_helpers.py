@@ -9,7 +9,7 @@ from .. import control
 from .._runtime import ArrayBase
 from ..routines import select
 from ..vector import StaticArray
-from .aliases import Aliases, shared, write_back
+from .aliases import Aliases
 from .errors import SyntaxError_
 
 BREAK = '_pbc_brk_'          # loop state named so is a `break` flag (see lowering.py)
@@ -112,19 +112,13 @@ def while_loop(state, cond, body, labels=(), **kwargs):
     if unassigned:
         raise _unassigned(unassigned, 'loop')
     state = tuple(type(c)(False) if i == brk else x for i, x in enumerate(state))
+    # (What the body changes in place reaches the caller's objects: see pbc/state.py.)
     aliases = Aliases(state, labels)
     unique = aliases.collapse(state)
-    in_place = [shared(x) for x in unique]      # the body returns the very object it got
-
-    def body_once(*u):
-        out = aliases.collapse(body(*aliases.expand(u)))
-        for k, (a, b) in enumerate(zip(u, out)):
-            in_place[k] = in_place[k] and a is b
-        return out
     out = control.while_loop(unique, _first(lambda *u: cond(*aliases.expand(u)), unique, c),
-                             body_once, labels=shown(aliases.unique_labels()), **kwargs)
-    return aliases.expand([write_back(o, n) if keep else n
-                           for o, n, keep in zip(unique, out, in_place)])
+                             lambda *u: aliases.collapse(body(*aliases.expand(u))),
+                             labels=shown(aliases.unique_labels()), **kwargs)
+    return aliases.expand(out)
 
 
 def _first(cond, state, c):
@@ -158,28 +152,20 @@ def if_stmt(args, cond, true_fn, false_fn, labels=(), **kwargs):
     if not is_jit(cond):
         return true_fn(*args) if cond else false_fn(*args)
     labels, where = tuple(labels), _caller()
-    aliases, seen = Aliases(args, ()), []
+    aliases = Aliases(args, ())
 
     def checked(fn):
         def run(*a):
-            given = aliases.expand(a)
             out = tuple(type(cond)(x) if isinstance(x, bool) and v.startswith(BREAK) else x
-                        for v, x in zip(labels, fn(*given)))     # flags stay Bool arrays
+                        for v, x in zip(labels, fn(*aliases.expand(a))))  # flags: Bool arrays
             bad = [v for v, x in zip(labels, out) if isinstance(x, Undefined)]
             if bad:
                 raise _unassigned_branch(bad, where)
-            # for each output: the argument object it is (modified in place at most)
-            seen.append([next((aliases.index[i] for i, g in enumerate(given)
-                               if x is g and shared(x)), None) for x in out])
             return out
         return run
-    out = list(control.if_stmt(aliases.unique, cond, checked(true_fn), checked(false_fn),
-                               labels=shown(labels), **kwargs))
-    if len(seen) == 2:
-        for p, (t, f) in enumerate(zip(*seen)):
-            if t is not None and t == f:
-                out[p] = write_back(aliases.unique[t], out[p])
-    return tuple(out)
+    # (What a branch changes in place reaches the caller's objects: see pbc/state.py.)
+    return tuple(control.if_stmt(aliases.unique, cond, checked(true_fn), checked(false_fn),
+                                 labels=shown(labels), **kwargs))
 
 
 def _unassigned_branch(names, where):

@@ -1,0 +1,118 @@
+"""The state of a loop or conditional, tracked as Dr.Jit tracks it.
+
+A body never sees the caller's objects: it gets a working copy of the state (new containers
+and new array objects for the same values), so that an exception leaves the caller's state
+as it was, and so that one branch's in-place changes do not reach the other. Afterwards the
+results are mapped back onto the caller's objects:
+
+- a value that ends as it started is the caller's object itself;
+- a value the body changed in place (`x += 1` on the array it got, `lst[0] = v` on the
+  list it got) is written into the caller's object, which is returned (so every name bound
+  to it sees the change);
+- anything else (`x = x + 1` binds a new object) comes back as a new object, and the
+  caller's object keeps its value.
+
+Nodes are the arrays and containers of a state tree, listed in pre-order, which is the same
+order for trees of the same structure.
+"""
+
+from ._runtime import ArrayBase
+from .tree import assign, children, rebuild
+
+
+def nodes(tree):
+    """(objects, kids): every array and container in `tree`, pre-order, and for each the
+    positions of its child nodes."""
+    objs, kids = [], []
+    stack = [(tree, -1)]
+    while stack:
+        x, parent = stack.pop()
+        parts = None if isinstance(x, ArrayBase) else children(x)
+        if parts is None and not isinstance(x, ArrayBase):
+            continue                          # a Python value, not a node
+        if parent >= 0:
+            kids[parent].append(len(objs))
+        objs.append(x)
+        kids.append([])
+        if parts:
+            stack.extend((p, len(objs) - 1) for p in reversed(parts))
+    return objs, kids
+
+
+def working_copy(tree):
+    """A copy of tree for a body: new containers and new array objects, same variables."""
+    if isinstance(tree, ArrayBase):
+        return type(tree)(tree) if tree.index else type(tree)()
+    parts = children(tree)
+    return tree if parts is None else rebuild(tree, [working_copy(p) for p in parts])
+
+
+class Snapshot:
+    """A working copy's nodes as a body gets them, to tell afterwards which it changed in
+    place."""
+
+    def __init__(self, tree):
+        self.objs, self.kids = nodes(tree)
+        self.before = [x.index if isinstance(x, ArrayBase) else list(children(x))
+                       for x in self.objs]
+        self.position = {id(x): i for i, x in enumerate(self.objs)}
+
+    def changed(self, i):
+        """Whether node i (or anything inside it) was changed in place."""
+        x = self.objs[i]
+        if isinstance(x, ArrayBase):
+            return x.index != self.before[i]
+        now = children(x)
+        return (len(now) != len(self.before[i])
+                or any(a is not b for a, b in zip(now, self.before[i]))
+                or any(self.changed(k) for k in self.kids[i]))
+
+    def same_path(self, result):
+        """For each node of `result` (a tree of the working copy's structure): whether it is
+        the working copy's node at the same place and was changed in place."""
+        objs = nodes(result)[0]
+        return [r is w and self.changed(i) for i, (r, w) in enumerate(zip(objs, self.objs))]
+
+    def identity_of(self, x):
+        """(position, changed): where x is in the working copy (None if it is not one of its
+        nodes), and whether it was changed in place."""
+        i = self.position.get(id(x))
+        return i, i is not None and self.changed(i)
+
+
+def settle(result, finals, originals, mutated):
+    """The caller's view of a loop's or branch's result.
+
+    `result` gives the structure (a tree of the body's result), `finals` its new arrays in
+    flatten order, and per node of `result` in pre-order: `originals` the caller's object it
+    stands for (or None) and `mutated` whether the body changed that object in place."""
+    if not _is_node(result):
+        return result
+    return _settle(result, iter(finals), iter(zip(originals, mutated)))
+
+
+def _settle(r, finals, homes):
+    # A module-level function, not a closure over itself: such a cycle would keep the arrays
+    # alive until the garbage collector runs.
+    o, m = next(homes)
+    if isinstance(r, ArrayBase):
+        f = next(finals)
+        if isinstance(o, ArrayBase) and type(o) is type(f) and o.index:
+            if o.index == f.index:
+                return o
+            if m:
+                o._set_index(f.index)
+                return o
+        return f
+    new = [_settle(p, finals, homes) if _is_node(p) else p for p in children(r)]
+    now = children(o) if o is not None and type(o) is type(r) else None
+    if now is not None and len(now) == len(new):
+        if all(a is b for a, b in zip(now, new)):
+            return o
+        if m and assign(o, new):
+            return o
+    return rebuild(r, new)
+
+
+def _is_node(x):
+    return isinstance(x, ArrayBase) or children(x) is not None
