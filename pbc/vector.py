@@ -94,6 +94,12 @@ class StaticArray:
     def width(self):
         return max((len(c) for c in self._items), default=0)
 
+    @property
+    def shape(self):
+        """(Size, N), as pbc.shape(); RuntimeError if the component widths do not fit."""
+        from .traits import shape
+        return shape(self)
+
     # ---- componentwise operators ----
     def _map2(self, other, fn, reflected=False):
         if not isinstance(other, (StaticArray, ArrayBase, int, float, bool)):
@@ -198,6 +204,12 @@ class Matrix:
 
     def __len__(self):
         return self.Size
+
+    @property
+    def shape(self):
+        """(Size, Size, N), as pbc.shape()."""
+        from .traits import shape
+        return shape(self)
 
     def __matmul__(self, o):
         n = self.Size
