@@ -5,6 +5,12 @@ from . import (
                        _runtime,
                        llvm,  # noqa: F401  (registers the CPU backend's array types)
 )
+from .checks import (
+                       allclose,
+                       assert_allclose,
+                       assert_false,
+                       assert_true,
+)
 from .control import Loop, hint, if_stmt, loop_stats, while_loop
 from .debug import graphviz, whos
 from .device_print import print  # noqa: A001
