@@ -35,8 +35,8 @@ def _values(x):
 
 
 def _operands(a, b):
-    """(A, B, vt, tolerances): a and b as NumPy arrays that broadcast like the pbc operation
-    a - b (at least one is a pbc array) and the element type of that operation."""
+    """(A, B, vt): a and b as NumPy arrays broadcast like the pbc operation a - b (at least
+    one is a pbc array) and the element type of that operation."""
     # The layout and element type of a - b (its type need not exist in pbc: a Matrix3f and
     # float64 NumPy data compare in float64). TypeError for types that do not combine.
     m = _meta(a) if type(a) is type(b) else _expr_meta(a, b)
@@ -101,8 +101,8 @@ def allclose(a, b, rtol=None, atol=None, equal_nan=False):
     comparison has the precision of a - b, and the defaults are rtol=1e-3, atol=1e-5 for
     Float32, rtol=1e-5, atol=1e-8 otherwise (as Dr.Jit); masks must be equal. Infinities
     are close only to equal infinities (as NumPy); NaNs are close to NaNs only with
-    equal_nan. RuntimeError for
-    shapes that do not broadcast, TypeError for types that do not combine."""
+    equal_nan. RuntimeError for shapes that do not broadcast, TypeError for types that do
+    not combine."""
     if is_array_v(a) or is_array_v(b):
         if (is_array_v(a) and is_mask_v(a)) or (is_array_v(b) and is_mask_v(b)):
             A, B, _ = _operands(a, b)

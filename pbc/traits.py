@@ -92,7 +92,6 @@ class _Meta(NamedTuple):
     seq: bool = False        # a Python sequence or NumPy array (expr_t only)
 
 
-@functools.cache
 def _array_meta(tp):
     """The record of pbc array type tp, or None if tp is not one."""
     if not isinstance(tp, type):
