@@ -209,13 +209,14 @@ def assert_true(cond, fmt=None, *args, tb_depth=3, tb_skip=0, **kwargs):
     if not flag(JitFlag.Debug) or cond is True:
         return
     if isinstance(cond, (bool, np.bool_)):
-        if not cond:
-            raise AssertionError(_message(fmt, args, kwargs, None, 1))
-        return
-    if not isinstance(cond, ArrayBase) or cond.Type != 'bool':
+        if cond:
+            return
+        failed = True
+    elif isinstance(cond, ArrayBase) and cond.Type == 'bool':
+        failed = ~cond
+    else:
         raise TypeError(f'pbc.assert_true(): the condition must be a bool or a Bool array, '
                         f'not {type(cond).__name__}')
-    failed = ~cond
     if _runtime.recording_depth():
         frame = sys._getframe(tb_skip + 1)      # the caller's line, as Dr.Jit reports it
         tb = types.TracebackType(None, frame, frame.f_lasti, frame.f_lineno)
@@ -223,6 +224,8 @@ def assert_true(cond, fmt=None, *args, tb_depth=3, tb_skip=0, **kwargs):
         _device_print('Assertion failure' + (': ' + fmt if fmt else '!') + '\n{tb_msg}',
                       *args, tb_msg=tb_msg, active=failed, end='', **kwargs)
         return
+    if failed is True:
+        raise AssertionError(_message(fmt, args, kwargs, None, 1))
     outer = _runtime.mask_top(type(cond))     # lanes of an enclosing if_stmt / loop body
     if outer is not None:
         failed = failed & outer

@@ -258,3 +258,17 @@ def test_assertion_in_an_evaluated_loop_raises(debug):
     with pytest.raises(AssertionError, match=r'^Assertion failure: i=\[2, 3\]$'):
         f(UInt32(2, 3, 4, 5))
     pbc.eval(f(UInt32(4, 5, 6)))
+
+
+def test_python_bool_assertion_in_a_symbolic_loop_prints_active_lanes(debug, capfd):
+    @pbc.syntax
+    def f(i):
+        while i < 3:
+            pbc.assert_false(True, 'i={}', i)
+            i = i + 1
+        return i
+
+    pbc.eval(f(UInt32(1, 2)))
+    out = capfd.readouterr().out.splitlines()
+    assert [line for line in out if line.startswith('Assertion')] == [
+        'Assertion failure: i=1', 'Assertion failure: i=2', 'Assertion failure: i=2']
