@@ -39,6 +39,11 @@ class FlatArray:
     def __dlpack_device__(self):
         return (1, 0)      # kDLCPU
 
+    @property
+    def shape(self):
+        """(N,) for N lanes, as pbc.shape()."""
+        return (len(self),)
+
     @classmethod
     def from_dlpack(cls, obj):
         """A pbc array holding the contents of any DLPack producer (copied into padded memory)."""

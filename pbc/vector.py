@@ -137,6 +137,12 @@ class StaticArray:
         return max((c.width() if isinstance(c, StaticArray) else len(c) for c in self._items),
                    default=0)
 
+    @property
+    def shape(self):
+        """(Size, N), as pbc.shape(); RuntimeError if the component widths do not fit."""
+        from .traits import shape
+        return shape(self)
+
     # ---- componentwise operators ----
     def _map2(self, other, fn, reflected=False):
         if not isinstance(other, (StaticArray,) + OPERANDS):
@@ -270,6 +276,12 @@ class Matrix:
 
     def __len__(self):
         return self.Size
+
+    @property
+    def shape(self):
+        """(Size, Size, N), as pbc.shape()."""
+        from .traits import shape
+        return shape(self)
 
     def __matmul__(self, o):
         n = self.Size
