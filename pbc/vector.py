@@ -8,7 +8,7 @@ of row vectors; `@` (and `*` between two matrices, as in Dr.Jit) is the matrix p
 import numpy as np
 
 from ._runtime import ArrayBase, op_binary
-from .printing import format_rows
+from .printing import array_repr
 
 _VECTORS = {}      # (size, flat class) -> vector class
 
@@ -149,8 +149,7 @@ class StaticArray:
         a = self.numpy()
         return a if dtype is None else a.astype(dtype)
 
-    def __repr__(self):
-        return format_rows(self.numpy().T)
+    __repr__ = array_repr
 
 
 class Matrix:
@@ -243,8 +242,7 @@ class Matrix:
         """Shape (Size, Size, N)."""
         return np.stack([r.numpy() for r in self._rows])
 
-    def __repr__(self):
-        return repr(self.numpy())
+    __repr__ = array_repr
 
 
 def transpose(m):
