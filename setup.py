@@ -18,7 +18,8 @@ runtime = Extension(
     include_dirs=[numpy.get_include()],
     extra_compile_args=flags,
     extra_link_args=['-pthread'],
-    depends=['pbc/_pool.h'] + [f'pbc/{f}' for f in os.listdir('pbc') if f.endswith('.pxi')],
+    depends=['pbc/_pool.h', 'pbc/_print_capture.h'] + [f'pbc/{f}' for f in os.listdir('pbc')
+                                                       if f.endswith('.pxi')],
     language='c++',
 )
 

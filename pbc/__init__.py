@@ -13,7 +13,7 @@ from .checks import (
 )
 from .control import Loop, hint, if_stmt, loop_stats, while_loop
 from .debug import graphviz, whos
-from .device_print import print  # noqa: A001
+from .device_print import format, print  # noqa: A001
 from .dispatch import Object, dispatch, switch
 from .evaluate import (
                        eval,

@@ -211,7 +211,8 @@ cdef class ArrayBase:
         if isinstance(value, ArrayBase):
             if (<ArrayBase> value)._backend != self._backend:
                 raise TypeError('pbc: cannot convert between backends')
-            self._index = var_cast((<ArrayBase> value)._index, self._vt, False)
+            if (<ArrayBase> value)._index:            # (a copy of an empty array is empty)
+                self._index = var_cast((<ArrayBase> value)._index, self._vt, False)
         elif scalar_kind(value) >= 0 and not isinstance(value, np.ndarray):
             self._index = var_literal(self._vt, 1, scalar_bits(value, self._vt), self._backend)
         else:

@@ -299,6 +299,8 @@ cdef inline void dec_ext(uint32_t i) noexcept:
         vars[i].ref_ext -= 1
         maybe_free(i)
 
+cdef dict print_sinks = {}     # sink address (a print node's literal) -> its PrintSink
+
 cdef inline void maybe_free(uint32_t i) noexcept:
     cdef Var* v = &vars[i]
     if v.ref_ext == 0 and v.ref_int == 0 and v.ref_se == 0:
@@ -338,6 +340,8 @@ cdef void release(uint32_t root) noexcept:
             scope_of.erase(i)
         if (v.op == OP_LOOP_END or v.op == OP_CALL) and not effect_loop_outputs.empty():
             effect_loop_outputs.erase(i)
+        if v.op == OP_PRINT:            # a print that never ran: its sink goes too
+            print_sinks.pop(v.literal, None)
         memset(v, 0, sizeof(Var))
         v.flags = F_FREE
         free_ids.push_back(i)

@@ -2,13 +2,6 @@
 # a few passes over fixed-size blocks run on the kernel pool, so results do not depend on
 # the number of threads.
 
-cdef extern from "stdio.h" nogil:
-    int fflush(void*)
-
-def flush_c_stdout():
-    """Device prints go through C's stdio; flush it so output appears in order."""
-    fflush(NULL)
-
 ctypedef fused num_t:
     uint8_t
     int32_t

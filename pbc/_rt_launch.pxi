@@ -96,9 +96,10 @@ def group_summary(list ids, uint32_t size, list outputs):
 
 cdef tuple summarize(vector[uint32_t]& roots, uint32_t size, list outputs):
     """(key, leaves) of a group. The key is a 128-bit hash of everything kernel assembly
-    reads from the records (ops, types, operand positions, literals, print formats, which
-    loads are scalar, the outputs), so equal keys assemble to the same Kernel. Leaves are
-    (position, address, size) of the memory the kernel reads: what varies per launch."""
+    reads from the records (ops, types, operand positions, literals, which loads are scalar,
+    the outputs), so equal keys assemble to the same Kernel. Leaves are
+    (position, address, size) of the memory the kernel reads and of the print sinks it
+    writes: what varies per launch."""
     cdef vector[uint32_t] order
     cdef uint32_t r, i, d, p = 0
     cdef uint64_t h1 = 0x243F6A8885A308D3ULL, h2 = 0x13198A2E03707344ULL, w, lit
@@ -132,7 +133,8 @@ cdef tuple summarize(vector[uint32_t]& roots, uint32_t size, list outputs):
         h1 = mix(h1, w)
         h2 = mix_b(h2, w)
         if v.op == OP_PRINT:
-            lit = <uint64_t> <int64_t> hash(print_formats[v.literal])
+            lit = 0                   # its sink's address: a parameter, like memory
+            leaves.append((p, <uintptr_t> v.literal, 0))
         elif v.op == OP_LOOP_START:
             lit = 0                   # a serial number: equal loops must share kernels
         else:

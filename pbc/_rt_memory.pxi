@@ -173,21 +173,41 @@ def scatter(ArrayBase target, value, index, active=True, int reduce=0):
     """target[index] = value (or reduce into it) for active lanes; a queued side effect."""
     scatter_obj(target, value, index, active, reduce)
 
-# ---- device-side printing -------------------------------------------------------------------
-cdef list print_formats = []       # format strings of print nodes (Var.literal indexes this)
+# ---- symbolic printing ---------------------------------------------------------------------
+cdef extern from "_print_capture.h" nogil:
+    ctypedef struct pbc_print_sink:
+        uint64_t count
+        uint64_t limit
+        uint64_t cap
+        uint32_t nvalues
+        uint64_t* data
+    uintptr_t pbc_print_capture_address()
 
-def format_string(uint32_t i):
-    return print_formats[vars[i].literal]
+cdef class PrintSink:
+    """The rows a symbolic print's kernel captures, and the function that formats them."""
+    cdef pbc_print_sink s
+    cdef object deliver
 
-def device_print(str fmt, list values, active):
-    """Queues a print of `fmt` (C printf syntax, one conversion per value) for every active
-    lane; it happens when the kernel runs."""
-    if not values and not isinstance(active, ArrayBase):
-        raise ValueError('pbc: device_print needs at least one JIT array')
+    def __dealloc__(self):
+        free(self.s.data)
+
+def print_capture_address():
+    """Address of the function that kernels call to capture a print's values."""
+    return pbc_print_capture_address()
+
+def device_print(list values, active, deliver, uint64_t limit):
+    """Queues a symbolic print of `values` (flat arrays) for every active lane. The kernel
+    keeps the first `limit` rows of values; after it runs, deliver(rows, count) gets them
+    as a (rows, len(values)) uint64 array of their bits and the number of rows offered."""
     cdef ArrayBase ref = next(x for x in values + [active] if isinstance(x, ArrayBase))
     cdef uint8_t be = ref._backend
     cdef vector[uint32_t] deps
     cdef uint32_t im = 0, p, size, s
+    cdef PrintSink sink = PrintSink()
+    sink.s.limit = limit
+    sink.s.nvalues = len(values)
+    sink.deliver = deliver
+    cdef uintptr_t addr = <uintptr_t> &sink.s
     try:
         im = operand(active, T_BOOL, be)
         apply_mask(&im)
@@ -198,12 +218,31 @@ def device_print(str fmt, list values, active):
             if size == 1:
                 size = s
             elif s != 1 and s != size:
-                raise ValueError(f'pbc.print: arguments have incompatible sizes {size} and {s}')
+                raise RuntimeError(f'pbc.print(): arguments have incompatible sizes '
+                                   f'({size} vs {s})')
         for k in range(deps.size()):
             flush_if_dirty(deps[k], 0, 0, 0)
-        print_formats.append(fmt)
-        p = var_new(OP_PRINT, T_VOID, size, im, 0, 0, 0, len(print_formats) - 1, 0, be)
+        p = var_new(OP_PRINT, T_VOID, size, im, 0, 0, 0, addr, 0, be)
+        print_sinks[addr] = sink
         set_extra_deps(p, deps)
         queue_effect(p)                # the queue owns the new reference
     finally:
         dec_ext(im)
+
+def take_print_rows(list addresses):
+    """(deliver, rows, count) of each print among the kernel leaves `addresses` whose kernel
+    captured something, in that order; their sinks are done."""
+    out = []
+    cdef PrintSink sink
+    cdef uint64_t n
+    for a in addresses:
+        sink = print_sinks.pop(a, None)
+        if sink is None or sink.s.count == 0:
+            continue
+        n = min(sink.s.count, sink.s.limit)
+        rows = np.empty((n, sink.s.nvalues), dtype=np.uint64)
+        if n:
+            memcpy(<void*> <uintptr_t> rows.ctypes.data, sink.s.data,
+                   n * sink.s.nvalues * sizeof(uint64_t))
+        out.append((sink.deliver, rows, sink.s.count))
+    return out

@@ -10,10 +10,11 @@ import numpy as np
 
 from . import _runtime
 from ._runtime import ArrayBase
+from .control import in_symbolic_code
 from .device_print import print as _device_print
 from .dispatch import PtrBase
 from .flags import JitFlag, flag
-from .printing import format_rows, format_values
+from .printing import format_grid
 from .traits import VarType, _expr_meta, _meta, is_array_v, is_mask_v
 from .vector import StaticArray
 
@@ -179,11 +180,7 @@ class _Lanes:
         self.values = v[np.minimum(lanes, len(v) - 1)]     # width-1 arguments broadcast
 
     def __format__(self, spec):
-        if self.vector:
-            return format_rows(self.values)
-        if spec:
-            return '[' + ', '.join(format(v, spec) for v in self.values) + ']'
-        return format_values(self.values)
+        return format_grid(self.values, spec=spec)
 
     __str__ = __repr__ = lambda self: format(self, '')
 
@@ -204,8 +201,9 @@ def assert_true(cond, fmt=None, *args, tb_depth=3, tb_skip=0, **kwargs):
     if cond (a bool or a Bool array) is False on any lane of the enclosing if/loop body;
     the message formats fmt (str.format fields) with the failing lanes' values of the
     pbc-array arguments. In symbolic code (a symbolic loop body or call target) values are
-    not known yet: the kernel prints 'Assertion failure: ...' and the caller's traceback
-    (tb_depth entries, skipping tb_skip) for each failing lane instead, via pbc.print."""
+    not known yet: the kernel captures the failing lanes' values and 'Assertion failure:
+    ...' with them and the caller's traceback (tb_depth entries, skipping tb_skip) goes to
+    standard error after it runs (a pbc.print)."""
     if not flag(JitFlag.Debug) or cond is True:
         return
     if isinstance(cond, (bool, np.bool_)):
@@ -217,12 +215,12 @@ def assert_true(cond, fmt=None, *args, tb_depth=3, tb_skip=0, **kwargs):
     else:
         raise TypeError(f'pbc.assert_true(): the condition must be a bool or a Bool array, '
                         f'not {type(cond).__name__}')
-    if _runtime.recording_depth():
+    if in_symbolic_code():
         frame = sys._getframe(tb_skip + 1)      # the caller's line, as Dr.Jit reports it
         tb = types.TracebackType(None, frame, frame.f_lasti, frame.f_lineno)
         tb_msg = ''.join(traceback.format_tb(tb, limit=tb_depth))
         _device_print('Assertion failure' + (': ' + fmt if fmt else '!') + '\n{tb_msg}',
-                      *args, tb_msg=tb_msg, active=failed, end='', **kwargs)
+                      *args, tb_msg=tb_msg, active=failed, end='', file=sys.stderr, **kwargs)
         return
     if failed is True:
         raise AssertionError(_message(fmt, args, kwargs, None, 1))

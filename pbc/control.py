@@ -19,6 +19,13 @@ from .tree import children, flatten, paths, rebuild
 MODES = ('symbolic', 'evaluated', None)
 # Record-time statistics of symbolic loops (see loop_stats).
 _stats = dict(loops=0, state=0, invariant_removed=0, rerecorded=0)
+_symbolic_branches = 0      # symbolic if_stmt branches being traced
+
+
+def in_symbolic_code():
+    """Whether code traced now runs later, inside a kernel: the body of a symbolic loop,
+    call target or conditional (pbc.print defers its output there)."""
+    return _runtime.recording_depth() > 0 or _symbolic_branches > 0
 
 
 def hint(value, mode=None, max_iterations=None, label=None, include=None, exclude=None):
@@ -258,6 +265,7 @@ def _evaluated_loop(state, cond, body, names, c):
 # ---- if_stmt ---------------------------------------------------------------------------------
 def if_stmt(args, cond, true_fn, false_fn, labels=(), label=None, mode=None, strict=True):
     """true_fn(*args) where cond holds, false_fn(*args) elsewhere (see API.md)."""
+    global _symbolic_branches
     args = tuple(args)
     if not isinstance(cond, ArrayBase):
         return true_fn(*args) if cond else false_fn(*args)
@@ -274,9 +282,11 @@ def if_stmt(args, cond, true_fn, false_fn, labels=(), label=None, mode=None, str
         work = working_copy(args)
         snaps.append(Snapshot(work))
         _runtime.mask_push(mask)
+        _symbolic_branches += not evaluated
         try:
             result.append(fn(*work))
         finally:
+            _symbolic_branches -= not evaluated
             _runtime.mask_pop()
     t, f = result
     if isinstance(t, tuple) and isinstance(f, tuple) and len(t) == len(f) and labels:

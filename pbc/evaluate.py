@@ -2,7 +2,6 @@
 compiles it through the backend's caches, launches it, and keeps the kernel history."""
 
 import logging
-import sys
 import time
 
 from . import _runtime, config
@@ -30,11 +29,16 @@ def _backend(code):
 def eval_pending():
     """Runs every scheduled evaluation and queued side effect."""
     roots, groups = _runtime.take_groups()
+    printed = []
     try:
         for backend, size, outputs, _effects, ids in groups:
-            _run_group(backend, size, outputs, ids)
+            printed += _run_group(backend, size, outputs, ids)
     finally:
         _runtime.release_roots(roots)
+    # Symbolic prints are formatted once the runtime is consistent again: formatting (or the
+    # file it writes to) may use pbc itself.
+    for deliver, rows, count in printed:
+        deliver(rows, count)
 
 
 def take_kernels(backend='llvm'):
@@ -74,13 +78,9 @@ def _run_group(backend_code, size, outputs, ids):
         values = entry.layout.param_values(leaves, buffers)
         # Assembly and rendering count as code generation.
         codegen_time = time.perf_counter() - t0 - backend_time
-        if entry.prints:
-            sys.stdout.flush()
         t1 = time.perf_counter()
         be.launch(entry.address, size, values, serial=entry.prints)
         exec_time = time.perf_counter() - t1
-        if entry.prints:
-            _runtime.flush_c_stdout()
     except BaseException:
         for ptr, (_, tname) in zip(buffers, entry.layout.outputs):
             _runtime.free_buffer(ptr, TYPE_NAMES.index(tname), size)
@@ -96,6 +96,8 @@ def _run_group(backend_code, size, outputs, ids):
         log.debug('pbc: launched %s kernel %s: %d lanes, %d ops, cache %s, codegen %.3f ms, '
                   'backend %.3f ms, run %.3f ms', be.name, entry.hash[:12], size, entry.ir_ops,
                   hit, codegen_time * 1e3, backend_time * 1e3, exec_time * 1e3)
+    # What its symbolic prints captured, in queue order.
+    return _runtime.take_print_rows([a for _, a, _ in leaves]) if entry.prints else []
 
 
 def schedule(*args):

@@ -8,7 +8,6 @@ serves any launch size and any buffers; this is what makes the kernel caches eff
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from . import _runtime
 from .ops import ARITY, CALL_OPS, LOOP_OPS, TRACE_OPS, TYPE_NAMES
 
 
@@ -18,12 +17,13 @@ class Instr(NamedTuple):
     args: tuple = ()   # operand registers
     literal: int = 0   # bit pattern of a literal
     extra: int = 0     # cast/bitcast: source type code; scatter: reduction code
-    slot: int = -1     # parameter slot (load, load1, store, ptr: slot+1 holds its size)
-    text: str = ''     # print: the C printf format
+    slot: int = -1     # parameter slot (load, load1, store, ptr: slot+1 holds its size;
+                       # print: its sink)
+    text: str = ''     # print: a C printf format of its values (for device printf)
 
 
 class Param(NamedTuple):
-    kind: str          # 'in' (vector), 'in1' (scalar), 'out', 'ptr', 'size'
+    kind: str          # 'in' (vector), 'in1' (scalar), 'out', 'ptr', 'size', 'sink' (print)
     type: str
 
 
@@ -108,6 +108,15 @@ class Layout:
 
 STREAMING_LANES = 1 << 23
 
+_PRINTF = {'bool': '%d', 'int32': '%d', 'uint32': '%u', 'int64': '%lld', 'uint64': '%llu',
+           'float32': '%g', 'float64': '%g'}
+
+
+def _printf_format(types):
+    """One line of a print's values, for backends whose kernels print themselves (PTX's
+    vprintf); the LLVM backend captures the values for the host to format instead."""
+    return ' '.join(_PRINTF[t] for t in types) + '\n'
+
 
 # Ops whose result is uniform when all operands are (pure and elementwise).
 UNIFORM_OPS = frozenset(ARITY) - {'counter', 'load', 'ptr', 'lane_ptr', 'store', 'gather',
@@ -173,8 +182,9 @@ def assemble(backend, outputs, records, size, optimize_loops=True, merge_functio
         elif op == 'lane_ptr':
             k.instrs.append(Instr(op, 'ptr', tuple(reg_of[d] for d in deps)))
         elif op == 'print':
-            k.instrs.append(Instr(op, tname, tuple(reg_of[d] for d in deps),
-                                  text=_runtime.format_string(nid)))
+            args = tuple(reg_of[d] for d in deps)
+            k.instrs.append(Instr(op, tname, args, slot=add_param('sink', 'void', (pos, 0)),
+                                  text=_printf_format(k.instrs[a].type for a in args[1:])))
         elif op == 'loop_start':
             loop_of[pos] = len(k.loops)
             k.loops.append(Loop())

@@ -53,7 +53,8 @@ class Tensor:
         return a if dtype is None else a.astype(dtype)
 
     def __repr__(self):
-        return repr(self.numpy())
+        from .printing import array_repr
+        return array_repr(self)
 
     def _binary(self, other, fn, reflected=False):
         if isinstance(other, Tensor):

@@ -10,7 +10,7 @@ import operator
 import numpy as np
 
 from ._runtime import ArrayBase, op_binary
-from .printing import format_rows
+from .printing import array_repr
 
 _VECTORS = {}      # (size, flat class) -> vector class
 
@@ -193,8 +193,7 @@ class StaticArray:
         a = self.numpy()
         return a if dtype is None else a.astype(dtype)
 
-    def __repr__(self):
-        return format_rows(self.numpy().T)
+    __repr__ = array_repr
 
 
 _SWIZZLE = {'x': 0, 'y': 1, 'z': 2, 'w': 3}
@@ -367,8 +366,7 @@ class Matrix:
         a = self.numpy()
         return a if dtype is None else a.astype(dtype)
 
-    def __repr__(self):
-        return repr(self.numpy())
+    __repr__ = array_repr
 
 
 _operators(Matrix, {k: v for k, v in _BINARY.items() if k not in ('mul', 'pow')})

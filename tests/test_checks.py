@@ -199,16 +199,27 @@ def test_assert_true_on_values(debug):
         pbc.assert_true(Float(1))
 
 
-def test_assert_true_in_conditionals_checks_their_lanes(debug):
+def test_assert_true_in_conditionals_checks_their_lanes(debug, capfd):
     @pbc.syntax
-    def f(i):
+    def evaluated(i):
+        if pbc.hint(i > 3, mode='evaluated'):
+            pbc.assert_true(i > 4, 'bad {}', i)
+        return i
+
+    evaluated(UInt32(1, 2, 5, 6))              # lanes 1, 2 fail the check but skip it
+    with pytest.raises(AssertionError, match=r'^Assertion failure: bad \[4\]$'):
+        evaluated(UInt32(2, 3, 4, 5, 6))
+
+    @pbc.syntax
+    def symbolic(i):                           # a symbolic branch: reported by the kernel
         if i > 3:
             pbc.assert_true(i > 4, 'bad {}', i)
         return i
 
-    f(UInt32(1, 2, 5, 6))                      # lanes 1, 2 fail the check but skip it
-    with pytest.raises(AssertionError, match=r'^Assertion failure: bad \[4\]$'):
-        f(UInt32(2, 3, 4, 5, 6))
+    pbc.eval(symbolic(UInt32(1, 2, 5, 6)))
+    assert 'Assertion' not in capfd.readouterr().err
+    pbc.eval(symbolic(UInt32(2, 3, 4, 5, 6)))
+    assert capfd.readouterr().err.startswith('Assertion failure: bad [4]')
 
 
 @pytest.mark.parametrize('assertion', ['true', 'false'])
@@ -224,15 +235,14 @@ def test_assertion_in_a_symbolic_loop_prints_failing_lanes(debug, capfd, asserti
         return i
 
     r = f(UInt32(2, 3, 4, 5))                  # traced: nothing is known yet, no error
-    assert capfd.readouterr().out == ''
+    assert capfd.readouterr().err == ''
     pbc.eval(r)
     np.testing.assert_array_equal(r.numpy(), [8, 8, 8, 8])
-    out = capfd.readouterr().out
-    failures = [line for line in out.splitlines() if line.startswith('Assertion failure')]
-    assert failures == ['Assertion failure: i=2', 'Assertion failure: i=3',
-                        'Assertion failure: i=3']
-    # each is followed by the line of the assertion in this file
-    assert out.count(__file__) == 3 and out.count(f"pbc.assert_{assertion}(i") == 3
+    err = capfd.readouterr().err               # the failing lanes' values, as one array
+    failures = [line for line in err.splitlines() if line.startswith('Assertion failure')]
+    assert failures == ['Assertion failure: i=[2, 3, 3]']
+    # followed by the line of the assertion in this file
+    assert err.count(__file__) == 1 and err.count(f"pbc.assert_{assertion}(i") == 1
 
 
 def test_passing_assertion_in_a_symbolic_loop_prints_nothing(debug, capfd):
@@ -269,6 +279,6 @@ def test_python_bool_assertion_in_a_symbolic_loop_prints_active_lanes(debug, cap
         return i
 
     pbc.eval(f(UInt32(1, 2)))
-    out = capfd.readouterr().out.splitlines()
-    assert [line for line in out if line.startswith('Assertion')] == [
-        'Assertion failure: i=1', 'Assertion failure: i=2', 'Assertion failure: i=2']
+    err = capfd.readouterr().err.splitlines()
+    assert [line for line in err if line.startswith('Assertion')] == [
+        'Assertion failure: i=[1, 2, 2]']

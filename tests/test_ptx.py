@@ -84,7 +84,8 @@ def op_cases(rng):
                 if ptx_render.BITS[d] == ptx_render.BITS[t]:
                     add(f'{t}_bitcast_{d}', lambda a=a, d=d: pbc.reinterpret_array(TYPES[d], a))
         fmt = 'a={} b={:x}' if kind == 'i' else 'a={} b={}'
-        add(f'{t}_print', lambda a=a, b=b, m=m, fmt=fmt: pbc.print(fmt, a, b, active=m) or ())
+        add(f'{t}_print', lambda a=a, b=b, m=m, fmt=fmt: pbc.print(
+            fmt, a, b, active=m, mode='symbolic') or ())
         # memory: gathers with a mask, scatters with every reduction the type allows
         src = data(t, rng, 5)
         # A loop with state of this type: per-lane trip counts, and inside a branch (whose

@@ -19,7 +19,7 @@ class CompiledKernel(NamedTuple):
     layout: object         # pbc.kernel.Layout: how to fill the parameter slots
     hash: str              # cache key of the IR text
     ir_ops: int
-    prints: bool           # contains pbc.print: launch serially, flush stdio
+    prints: bool           # contains pbc.print: launch serially, then deliver its output
     ir: str
     cache_hit: str         # how the first request for it was served
     backend_time: float    # LLVM compile (or cache load) time
@@ -99,6 +99,8 @@ class LLVMBackend:
             with self.lock:
                 self.counter += 1
                 tracker = (llvm.JITLibraryBuilder().add_object_img(obj).add_current_process()
+                           .import_symbol('pbc_print_capture',
+                                          _runtime.print_capture_address())
                            .export_symbol('kernel').link(self.jit, f'pbc_kernel_{self.counter}'))
             loaded = self.memory[key] = (tracker, tracker['kernel'])
         entry = CompiledKernel(loaded[1], layout, key, kernel.ir_ops, kernel.uses('print'),

@@ -734,30 +734,23 @@ class _Renderer:
         self.names[reg] = f'%C{ins.extra}.o{ins.literal}'
 
     def op_print(self, ins, r, reg):
-        """printf for each active lane, in lane order (the launch keeps blocks serial)."""
-        data = ins.text.encode() + b'\0'
-        text = ''.join(chr(c) if 32 <= c < 127 and c not in (34, 92) else f'\\{c:02X}'
-                       for c in data)
-        self.globals.append(f'@{r[1:]}.fmt = private unnamed_addr constant [{len(data)} x i8] '
-                            f'c"{text}"')
-        self.decls['declare i32 @printf(ptr, ...)'] = None
+        """Hands each active lane's values (bits widened to i64) to the host's capture
+        function with the print's sink, in lane order (the launch keeps blocks serial)."""
+        self.decls['declare void @pbc_print_capture(ptr, ...)'] = None
         self.body.append(f'  {r}.m = and {self.masks} {self.names[ins.args[0]]}, %active')
-        lines, args = [], []
+        lines, args = [], [f'ptr %p{ins.slot}']
         for k, reg_k in enumerate(ins.args[1:]):
-            t = self.k.instrs[reg_k].type
-            s = SCALAR[t]
+            s = SCALAR[self.k.instrs[reg_k].type]
             x = f'{r}.a{k}'
             lines.append(f'  {x} = extractelement {self.vec(s)} {self.names[reg_k]}, i32 {r}.j')
             if s == 'float':
-                lines.append(f'  {x}.d = fpext float {x} to double')
-                args.append(f'double {x}.d')
-            elif s == 'i1':
-                lines.append(f'  {x}.i = zext i1 {x} to i32')
-                args.append(f'i32 {x}.i')
-            else:
-                args.append(f'{s} {x}')
-        call_args = ', '.join([f'ptr @{r[1:]}.fmt'] + args)
-        lines.append(f'  {r}.rc = call i32 (ptr, ...) @printf({call_args})')
+                lines += [f'  {x}.b = bitcast float {x} to i32', f'  {x}.w = zext i32 {x}.b to i64']
+            elif s == 'double':
+                lines.append(f'  {x}.w = bitcast double {x} to i64')
+            elif s != 'i64':
+                lines.append(f'  {x}.w = zext {s} {x} to i64')
+            args.append(f'i64 {x}.w' if s != 'i64' else f'i64 {x}')
+        lines.append(f'  call void (ptr, ...) @pbc_print_capture({", ".join(args)})')
         self._per_lane(r, f'{r}.m', lines)
 
 
