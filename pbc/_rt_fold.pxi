@@ -177,6 +177,18 @@ cdef inline bint cmp_result(uint16_t op, int c, bint unordered) noexcept nogil:
     if op == OP_GT: return c > 0
     return c >= 0
 
+cdef uint64_t minimum_bits(uint8_t ot, uint64_t a, uint64_t b, bint is_max) noexcept nogil:
+    """IEEE 754-2019 minimum/maximum: a NaN operand gives the canonical quiet NaN, and -0 is
+    smaller than +0."""
+    cdef double da = to_double(ot, a), db = to_double(ot, b)
+    cdef bint negative_a
+    if isnan(da) or isnan(db):
+        return 0x7FC00000 if ot == T_FLOAT32 else 0x7FF8000000000000
+    if da == db:                          # equal, or zeros of either sign
+        negative_a = (a >> (31 if ot == T_FLOAT32 else 63)) & 1
+        return (b if negative_a else a) if is_max else (a if negative_a else b)
+    return a if (da > db) == is_max else b
+
 cdef bint fold_binary(uint16_t op, uint8_t ot, uint64_t a, uint64_t b, uint64_t* out) noexcept nogil:
     cdef uint32_t bits = type_bits(ot)
     cdef float fa, fb
@@ -203,6 +215,8 @@ cdef bint fold_binary(uint16_t op, uint8_t ot, uint64_t a, uint64_t b, uint64_t*
         elif op == OP_MOD: out[0] = from_f32(fmodf(fa, fb))
         elif op == OP_MIN: out[0] = b if isnan(fa) else (a if (isnan(fb) or fa < fb) else b)
         elif op == OP_MAX: out[0] = b if isnan(fa) else (a if (isnan(fb) or fa > fb) else b)
+        elif op == OP_MINIMUM or op == OP_MAXIMUM:
+            out[0] = minimum_bits(T_FLOAT32, a, b, op == OP_MAXIMUM)
         elif op == OP_AND: out[0] = a & b
         elif op == OP_OR: out[0] = a | b
         elif op == OP_XOR: out[0] = a ^ b
@@ -217,6 +231,8 @@ cdef bint fold_binary(uint16_t op, uint8_t ot, uint64_t a, uint64_t b, uint64_t*
         elif op == OP_MOD: out[0] = from_f64(fmod(da, db))
         elif op == OP_MIN: out[0] = b if isnan(da) else (a if (isnan(db) or da < db) else b)
         elif op == OP_MAX: out[0] = b if isnan(da) else (a if (isnan(db) or da > db) else b)
+        elif op == OP_MINIMUM or op == OP_MAXIMUM:
+            out[0] = minimum_bits(T_FLOAT64, a, b, op == OP_MAXIMUM)
         elif op == OP_AND: out[0] = a & b
         elif op == OP_OR: out[0] = a | b
         elif op == OP_XOR: out[0] = a ^ b
@@ -344,7 +360,7 @@ cdef uint32_t simplify(uint16_t op, uint8_t vt, uint32_t a, uint32_t b, uint32_t
         elif lit_is(a, 0) and not fl: r = b
     elif op == OP_SHL or op == OP_SHR:
         if lit_is(b, 0): r = a
-    elif op == OP_MIN or op == OP_MAX:
+    elif op == OP_MIN or op == OP_MAX or op == OP_MINIMUM or op == OP_MAXIMUM:
         if a == b: r = a
     elif op == OP_NEG or op == OP_NOT:
         if vars[a].op == op: r = vars[a].dep[0]

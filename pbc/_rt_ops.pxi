@@ -8,6 +8,7 @@ OP_ALLOW[:] = [
     6, 3, 6, 4, 6, 6, 6, 6,  # neg not abs sqrt floor ceil round trunc
     2, 2, 2, 7, 7,         # popc clz ctz cast bitcast
     6, 6, 6, 6, 6, 6, 6,   # add sub mul div mod min max
+    4, 4,                  # minimum maximum (NaN-propagating: floats only)
     7, 7, 7, 2, 2, 2,      # and or xor shl shr mulhi
     7, 7, 6, 6, 6, 6,      # eq ne lt le gt ge
     6, 7, 7, 7, 7, 7,      # fma select gather scatter print lane_ptr

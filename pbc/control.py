@@ -11,7 +11,7 @@ from . import _runtime
 from ._runtime import ArrayBase
 from .evaluate import eval as _eval
 from .flags import JitFlag, flag
-from .routines import any as _any
+from .reductions import any as _any
 from .routines import gather, select
 from .state import Snapshot, nodes, settle, working_copy
 from .tree import children, flatten, paths, rebuild

@@ -246,15 +246,11 @@ def _float_fn(fn):
     precisions (promoted to Float64) and Python scalars (constant-folded Float64 literals)."""
     def lifted(*args):
         arrays = [a for a in args if isinstance(a, ArrayBase)]
-        if not arrays:
-            from .llvm import Float64
-            r = fn(*(Float64(float(a)) for a in args))
-            return tuple(v[0] for v in r) if isinstance(r, tuple) else r[0]
         wide = builtins.any(a.Type == 'float64' for a in arrays)
         T = class_for(arrays[0], 'float64' if wide else 'float32')
         return fn(*(a if type(a) is T else T(a) for a in args))
     lifted.__name__, lifted.__doc__ = fn.__name__, fn.__doc__
-    return componentwise(lifted)
+    return componentwise(lifted, floating=True)
 
 
 # ---- trigonometric -----------------------------------------------------------------------

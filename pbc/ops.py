@@ -14,6 +14,7 @@ ARITY = {
     'neg': 1, 'not': 1, 'abs': 1, 'sqrt': 1, 'floor': 1, 'ceil': 1, 'round': 1, 'trunc': 1,
     'popc': 1, 'clz': 1, 'ctz': 1, 'cast': 1, 'bitcast': 1, 'store': 1,
     'add': 2, 'sub': 2, 'mul': 2, 'div': 2, 'mod': 2, 'min': 2, 'max': 2,
+    'minimum': 2, 'maximum': 2,      # float min/max that propagate NaN ('min': minNum)
     'and': 2, 'or': 2, 'xor': 2, 'shl': 2, 'shr': 2, 'mulhi': 2,
     'eq': 2, 'ne': 2, 'lt': 2, 'le': 2, 'gt': 2, 'ge': 2,
     'fma': 3, 'select': 3, 'gather': 3, 'scatter': 4,

@@ -19,19 +19,67 @@ inf = float('inf')
 nan = float('nan')
 
 
-def componentwise(fn):
-    """Lifts fn(flat, ...) to static vectors: applied per component, others broadcast."""
+def componentwise(fn, floating=False):
+    """Lifts fn(flat arrays and Python numbers, ...) to every argument kind Dr.Jit accepts:
+    static vectors and matrices (per component; other arguments broadcast), tensors (per
+    element, keeping the shape), and Python numbers and sequences alone (computed as width-1
+    arrays and returned as Python numbers, per element of a sequence; with `floating`, all
+    numbers are computed in double precision)."""
     def lifted(*args):
-        vec = next((a for a in args if isinstance(a, StaticArray)), None)
-        if vec is None:
+        for a in args:
+            if isinstance(a, Tensor):
+                from .tensor import elementwise
+                return elementwise(lifted, args)
+        vec = next((a for a in args if isinstance(a, (StaticArray, Matrix))), None)
+        if vec is not None:
+            n = len(vec)
+            parts = [a._pbc_children() if isinstance(a, (StaticArray, Matrix)) else (a,) * n
+                     for a in args]
+            items = [lifted(*xs) for xs in zip(*parts)]
+            return _like(vec, items)
+        if builtins.any(isinstance(a, ArrayBase) for a in args):
             return fn(*args)
-        n = vec.Size
-        parts = [a._items if isinstance(a, StaticArray) else (a,) * n for a in args]
-        items = [fn(*xs) for xs in zip(*parts)]
-        return vector_type(n, type(items[0]))._from(items)
+        seq = next((a for a in args if isinstance(a, (list, tuple))), None)
+        if seq is not None:
+            parts = [a if isinstance(a, (list, tuple)) else (a,) * len(seq) for a in args]
+            return type(seq)(lifted(*xs) for xs in zip(*parts))
+        return _python_value(fn(*(_python_array(a, floating) for a in args)))
     lifted.__name__ = fn.__name__
+    lifted.__qualname__ = fn.__qualname__
     lifted.__doc__ = fn.__doc__
     return lifted
+
+
+def _like(x, items):
+    """A vector or matrix like x around `items` (of another type where the items are)."""
+    if isinstance(x, Matrix) and builtins.all(type(i) is x.Row for i in items):
+        return type(x)._from(items)
+    return vector_type(len(items), type(items[0]))._from(items)
+
+
+def _python_array(x, floating=False):
+    """A Python number as a width-1 array of its weak type (floats in double precision,
+    integers in 32 bits where they fit); other values as they are."""
+    from . import llvm
+    if floating and isinstance(x, (bool, int, float, np.bool_, np.integer, np.floating)):
+        return llvm.Float64(float(x))
+    if isinstance(x, (bool, np.bool_)):
+        return llvm.Bool(bool(x))
+    if isinstance(x, (int, np.integer)):
+        x = int(x)
+        return (llvm.Int32 if -2**31 <= x < 2**31 else llvm.Int64 if -2**63 <= x < 2**63
+                else llvm.UInt64)(x)
+    if isinstance(x, (float, np.floating)):
+        return llvm.Float64(float(x))
+    return x
+
+
+def _python_value(r):
+    if isinstance(r, ArrayBase):
+        return r[0]
+    if isinstance(r, tuple):
+        return tuple(_python_value(v) for v in r)
+    return r
 
 
 def _is_float(x):
@@ -136,12 +184,31 @@ def select(m, t, f):
 
 @componentwise
 def minimum(a, b):
-    return op_binary('min', a, b)
+    """The smaller of a and b; NaN if either is NaN (Dr.Jit's and NumPy's minimum)."""
+    return op_binary('minimum' if _float_operands(a, b) else 'min', a, b)
 
 
 @componentwise
 def maximum(a, b):
+    """The larger of a and b; NaN if either is NaN (Dr.Jit's and NumPy's maximum)."""
+    return op_binary('maximum' if _float_operands(a, b) else 'max', a, b)
+
+
+@componentwise
+def fmin(a, b):
+    """The smaller of a and b, ignoring a NaN (IEEE minNum, NumPy's fmin)."""
+    return op_binary('min', a, b)
+
+
+@componentwise
+def fmax(a, b):
+    """The larger of a and b, ignoring a NaN (IEEE maxNum, NumPy's fmax)."""
     return op_binary('max', a, b)
+
+
+def _float_operands(a, b):
+    return builtins.any(isinstance(x, float) or (isinstance(x, ArrayBase) and _is_float(x))
+                        for x in (a, b))
 
 
 def clip(x, lo, hi):
@@ -194,12 +261,19 @@ def _sign_mask(x):
     return bits, (1 << 31) if x.Type == 'float32' else (1 << 63)
 
 
+def _promoted(a, b):
+    """a and b as arrays of their common type."""
+    T = type(op_binary('add', a, b)) if not (isinstance(a, ArrayBase) and isinstance(
+        b, ArrayBase) and type(a) is type(b)) else type(a)
+    return (a if type(a) is T else T(a)), (b if type(b) is T else T(b))
+
+
 @componentwise
 def copysign(a, b):
-    """|a| with the sign of b."""
-    ref = b if isinstance(b, ArrayBase) else a
-    a = type(ref)(a) if not isinstance(a, ArrayBase) else a
-    b = type(a)(b) if not isinstance(b, ArrayBase) else b
+    """|a| with the sign of b (integers: -|a| where b < 0)."""
+    a, b = _promoted(a, b)
+    if not _is_float(a):
+        return select(b < 0, -abs(a), abs(a))
     ba, m = _sign_mask(a)
     bb, _ = _sign_mask(b)
     return reinterpret_array(type(a), (ba & (m - 1)) | (bb & m))
@@ -207,9 +281,10 @@ def copysign(a, b):
 
 @componentwise
 def mulsign(a, b):
-    """a times the sign of b (flips a's sign bit where b's is set)."""
-    a = type(b)(a) if not isinstance(a, ArrayBase) else a
-    b = type(a)(b) if not isinstance(b, ArrayBase) else b
+    """a times the sign of b (floats: a's sign bit flipped where b's is set)."""
+    a, b = _promoted(a, b)
+    if not _is_float(a):
+        return select(b < 0, -a, a)
     ba, m = _sign_mask(a)
     bb, _ = _sign_mask(b)
     return reinterpret_array(type(a), ba ^ (bb & m))
@@ -297,61 +372,7 @@ def cross(a, b):
                    fma(a.x, b.y, -(a.y * b.x)))
 
 
-# ---- horizontal -----------------------------------------------------------------------------
-def _horizontal(name):
-    def fn(x):
-        if isinstance(x, StaticArray):      # across components, as Dr.Jit
-            op = {'sum': lambda a, b: a + b, 'prod': lambda a, b: a * b,
-                  'min': minimum, 'max': maximum, 'and': lambda a, b: a & b,
-                  'or': lambda a, b: a | b}[name]
-            acc = x[0]
-            for c in x._items[1:]:
-                acc = op(acc, c)
-            return acc
-        if isinstance(x, Tensor):          # over all elements; a tensor of shape ()
-            return type(x)(_runtime.reduce(x.array, name), shape=())
-        if not isinstance(x, ArrayBase):
-            return x
-        return _runtime.reduce(x, name)
-    fn.__name__ = name
-    return fn
-
-
-sum = _horizontal('sum')          # noqa: A001
-prod = _horizontal('prod')
-max = _horizontal('max')          # noqa: A001
-min = _horizontal('min')          # noqa: A001
-_all = _horizontal('and')
-_any = _horizontal('or')
-
-
-def all(x):  # noqa: A001
-    return x if isinstance(x, bool) else _all(x)
-
-
-def any(x):  # noqa: A001
-    return x if isinstance(x, bool) else _any(x)
-
-
-def none(x):
-    return not x if isinstance(x, bool) else ~_any(x)
-
-
-def mean(x):
-    if isinstance(x, Tensor):
-        return type(x)(mean(x.array), shape=())
-    if isinstance(x, StaticArray):           # across components, as sum()
-        return sum(x) / x.Size
-    if not _is_float(x):
-        x = _runtime.class_for(x, 'float32')(x)
-    return sum(x) / len(x)
-
-
-def count(mask):
-    """Number of true lanes (a width-1 UInt32)."""
-    return sum(_runtime.class_for(mask, 'uint32')(mask))
-
-
+# ---- horizontal (the reductions are in reductions.py) -------------------------------
 def prefix_sum(x, reverse=False):
     """Exclusive prefix sum (as Dr.Jit)."""
     return _runtime.prefix_sum(x, False, reverse)
@@ -367,12 +388,19 @@ def compress(mask):
 
 
 def width(x):
+    """The number of lanes of the JIT arrays in x (any nesting of containers): their common
+    width, where width-1 arrays broadcast; 1 when x holds none (as Dr.Jit)."""
     if isinstance(x, ArrayBase):
         return len(x)
-    if isinstance(x, StaticArray):
-        return x.width()
     from .tree import leaves
-    return builtins.max((len(leaf) for leaf in leaves(x)), default=0)
+    w = None
+    for leaf in leaves(x):
+        n = len(leaf)
+        if w is None or w == 1:
+            w = n
+        elif n != w and n != 1:
+            raise RuntimeError(f'pbc.width(): ragged arrays of widths {w} and {n}')
+    return 1 if w is None else w
 
 
 # ---- memory -------------------------------------------------------------------------------

@@ -82,10 +82,97 @@ class Tensor:
 _TENSORS = {}
 
 
+def tensor_type(flat_cls):
+    """The tensor class whose elements are of flat class `flat_cls`."""
+    try:
+        return _TENSORS[flat_cls]
+    except KeyError:
+        raise TypeError(f'pbc has no tensor type of {flat_cls.__name__} elements') from None
+
+
 def _tensor_for(flat):
-    """The tensor class for a flat result (Bool results stay flat-backed in a Float-less
-    tensor of their own element type when one exists)."""
-    return _TENSORS.get(type(flat), Tensor)
+    return tensor_type(type(flat))
+
+
+def elementwise(fn, args):
+    """fn (a function of flat arrays and Python numbers) applied to the elements of tensor
+    arguments of one shape; the result is a tensor of that shape."""
+    shape = next(a.shape for a in args if isinstance(a, Tensor))
+    flat = []
+    for a in args:
+        if isinstance(a, Tensor):
+            if a.shape != shape:
+                raise ValueError(f'pbc: tensor shapes {shape} and {a.shape} differ')
+            a = a.array
+        flat.append(a)
+    r = fn(*flat)
+    return tensor_type(type(r))(r, shape)
+
+
+def reduce(name, t, axis=0, keepdims=False):
+    """The reduction `name` ('sum', 'prod', 'min', 'max', 'all', 'any', 'mean') of tensor t
+    over `axis` (an int, a tuple of them, or None for all), as NumPy."""
+    from . import reductions
+    ndim = len(t.shape)
+    axes = tuple(range(ndim)) if axis is None else (axis,) if isinstance(axis, int) else axis
+    axes = sorted({a + ndim if a < 0 else a for a in axes})
+    if ndim == 0:
+        axes = []
+    if any(not 0 <= a < ndim for a in axes):
+        raise RuntimeError(f'pbc.{name}(): out-of-bounds axis {axis} for a tensor with '
+                           f'{ndim} dimensions')
+    kept = [a for a in range(ndim) if a not in axes]
+    out_shape = tuple(t.shape[a] for a in kept)
+    n = int(np.prod([t.shape[a] for a in axes]))
+    op = 'sum' if name == 'mean' else name
+    if len(kept) == 0:                   # everything: one reduction of the flat array
+        r = reductions.reduce(op, t.array) if n else reductions.reduce(op, [])
+        r = r if isinstance(r, ArrayBase) else type(t).Array(r)
+    else:
+        r = _reduce_axes(op, t, axes, kept, n)
+    if name == 'mean':
+        r = (r if r.Type.startswith('float') else _as_float(r)) / max(n, 1)
+    if keepdims:
+        out_shape = tuple(1 if a in axes else s for a, s in enumerate(t.shape))
+    return tensor_type(type(r))(r, out_shape)
+
+
+def _as_float(r):
+    from ._runtime import class_for
+    return class_for(r, 'float32')(r)
+
+
+def _reduce_axes(op, t, axes, kept, n):
+    """Reduces `axes` of t, keeping `kept`: each output element combines its n inputs, read
+    by a loop over them in the kernel."""
+    from ._runtime import class_for
+    from .control import while_loop
+    from .reductions import _OPS
+    from .routines import arange, gather
+    UInt32 = class_for(t.array, 'uint32')
+    strides = np.cumprod((1,) + t.shape[::-1])[::-1][1:]
+    out_shape = [t.shape[a] for a in kept]
+    m = int(np.prod(out_shape))
+    # the offset of each output element's first input, and of each input within a group
+    idx = arange(UInt32, m)
+    base = UInt32(0)
+    for a, size in reversed(list(zip(kept, out_shape))):
+        base = base + (idx % size) * int(strides[a])
+        idx = idx // size
+    combine = _OPS[op][0]
+
+    def offset(j):
+        off = UInt32(0)
+        for a in reversed(axes):
+            off = off + (j % t.shape[a]) * int(strides[a])
+            j = j // t.shape[a]
+        return off
+
+    first = gather(type(t.array), t.array, base + offset(UInt32(0)))
+    _, acc = while_loop((UInt32(1), first), lambda j, acc: j < n,
+                        lambda j, acc: (j + 1, combine(acc, gather(
+                            type(t.array), t.array, base + offset(j)))))
+    return acc
 
 
 def make_tensor_types(flat, module_name):

@@ -127,9 +127,12 @@ def test_tensors():
     np.testing.assert_array_equal((t2 * 2 + 1).numpy(), np.arange(6).reshape(2, 3) * 2 + 1)
     np.testing.assert_array_equal(t2.array.numpy(), np.arange(6))
     assert pbc.sum(t.array)[0] == 66
-    total = pbc.sum(t)
+    total = pbc.sum(t, axis=None)
     assert type(total) is TensorXf and total.shape == () and total.numpy() == 66
-    assert pbc.max(t).numpy() == 11 and pbc.mean(t).numpy() == 5.5
+    assert pbc.max(t, axis=None).numpy() == 11 and pbc.mean(t, axis=None).numpy() == 5.5
+    # the default axis is 0, as in Dr.Jit (and NumPy's semantics for an axis)
+    np.testing.assert_array_equal(pbc.sum(t).numpy(), data.sum(axis=0))
+    np.testing.assert_array_equal(pbc.mean(t, axis=1).numpy(), data.mean(axis=1))
     assert TensorXu(np.ones((2, 2), dtype=np.uint32)).numpy().dtype == np.uint32
     with pytest.raises(ValueError, match='does not match'):
         TensorXf(pbc.arange(Float, 5), shape=(2, 3))

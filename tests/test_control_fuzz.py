@@ -76,16 +76,16 @@ def canon0(x):
 
 
 def fmin(a, b):
-    return canon0(pbc.minimum(a, b))
+    return canon0(pbc.fmin(a, b))
 
 
 def fmax(a, b):
-    return canon0(pbc.maximum(a, b))
+    return canon0(pbc.fmax(a, b))
 
 
 def clamp(x):
     """Keeps float variables finite across iterations (a NaN becomes a bound)."""
-    return pbc.minimum(pbc.maximum(x, -1e4), 1e4)
+    return pbc.fmin(pbc.fmax(x, -1e4), 1e4)
 
 
 HELPERS = (canon0, fmin, fmax, clamp)

@@ -223,12 +223,21 @@ def nan_ignoring(fn):
 FMIN, FMAX = nan_ignoring(np.minimum), nan_ignoring(np.maximum)
 
 
-def ref_min(t, a, b):
+def ref_fmin(t, a, b):
     return canon0(FMIN(a, b)) if t in FLOATS else np.minimum(a, b)
 
 
-def ref_max(t, a, b):
+def ref_fmax(t, a, b):
     return canon0(FMAX(a, b)) if t in FLOATS else np.maximum(a, b)
+
+
+def ref_min(t, a, b):
+    """NaN-propagating (IEEE 754-2019 minimum, NumPy's minimum)."""
+    return canon0(np.minimum(a, b)) if t in FLOATS else np.minimum(a, b)
+
+
+def ref_max(t, a, b):
+    return canon0(np.maximum(a, b)) if t in FLOATS else np.maximum(a, b)
 
 
 def ref_hminmax(a, fn):
@@ -372,6 +381,8 @@ BINARY = {
     'xor': ('{a} ^ {b}', lambda t, a, b: a ^ b, ('bool',) + INTS),
     'minimum': ('canon0(pbc.minimum({a}, {b}))', ref_min, NUMERIC),
     'maximum': ('canon0(pbc.maximum({a}, {b}))', ref_max, NUMERIC),
+    'fmin': ('canon0(pbc.fmin({a}, {b}))', ref_fmin, NUMERIC),
+    'fmax': ('canon0(pbc.fmax({a}, {b}))', ref_fmax, NUMERIC),
     'mul_hi': ('pbc.mul_hi({a}, {b})', ref_mulhi, INTS),
 }
 COMPARE = {

@@ -119,8 +119,10 @@ BINARY = {
     'floordiv': (lambda x, y: x // y, {**{t: int_div for t in INTS},
                                        **{t: _ffloordiv for t in FLOATS}}),
     'mod': (lambda x, y: x % y, {**{t: int_mod for t in INTS}, **{t: _fmod for t in FLOATS}}),
-    'minimum': (pbc.minimum, {t: np.fmin for t in INTS + FLOATS}),
-    'maximum': (pbc.maximum, {t: np.fmax for t in INTS + FLOATS}),
+    'minimum': (pbc.minimum, {t: np.minimum for t in INTS + FLOATS}),    # NaN propagates
+    'maximum': (pbc.maximum, {t: np.maximum for t in INTS + FLOATS}),
+    'fmin': (pbc.fmin, {t: np.fmin for t in INTS + FLOATS}),             # NaN is ignored
+    'fmax': (pbc.fmax, {t: np.fmax for t in INTS + FLOATS}),
     'and': (lambda x, y: x & y, {t: np.bitwise_and for t in ('bool',) + INTS}),
     'or': (lambda x, y: x | y, {t: np.bitwise_or for t in ('bool',) + INTS}),
     'xor': (lambda x, y: x ^ y, {t: np.bitwise_xor for t in ('bool',) + INTS}),

@@ -67,6 +67,8 @@ def op_cases(rng):
                 add(f'{t}_{op}', lambda a=a, b=b, op=op: getattr(a, f'__{op}__')(b))
             add(f'{t}_min', lambda a=a, b=b: pbc.minimum(a, b))
             add(f'{t}_max', lambda a=a, b=b: pbc.maximum(a, b))
+            add(f'{t}_fmin', lambda a=a, b=b: pbc.fmin(a, b))
+            add(f'{t}_fmax', lambda a=a, b=b: pbc.fmax(a, b))
             add(f'{t}_fma', lambda a=a, b=b, c=c: pbc.fma(a, b, c))
         if kind == 'f':
             for fn in ('sqrt', 'floor', 'ceil', 'round', 'trunc'):

@@ -83,6 +83,8 @@ TEMPLATES = {
                  '{r} = select {M} {r}.zm, {T} zeroinitializer, {T} {r}.q'},
     'min': {'f': _call('minnum', 2), 'i': _call('smin', 2), 'u': _call('umin', 2)},
     'max': {'f': _call('maxnum', 2), 'i': _call('smax', 2), 'u': _call('umax', 2)},
+    'minimum': {'f': _call('minimum', 2)},
+    'maximum': {'f': _call('maximum', 2)},
     'and': _bitwise('and'),
     'or': _bitwise('or'),
     'xor': _bitwise('xor'),

@@ -124,6 +124,9 @@ def _bitwise(op):
     return {'i': t, 'f': t, 'b': f'{op}.pred {{r}}, {{a}}, {{b}}'}
 
 
+_NAN_MINMAX = ('.reg .pred {r}_n\n.reg .{x} {r}_m, {r}_s\n{op}.{f} {r}_m, {a}, {b}\n'
+               'setp.nan.{f} {r}_n, {a}, {b}\nadd.{f} {r}_s, {a}, {b}\n'
+               'selp.{x} {r}, {r}_s, {r}_m, {r}_n')
 TEMPLATES = {
     # Float sign manipulation by bit ops: exact on NaN payloads, as LLVM's fneg/fabs.
     'neg': {'f': 'xor.{x} {r}, {a}, {sign}', 'i': 'sub.{s} {r}, 0, {a}'},
@@ -157,6 +160,9 @@ TEMPLATES = {
             'u': 'min.{u} {r}, {a}, {b}'},
     'max': {'f': 'max.{f} {r}, {a}, {b}', 'i': 'max.{s} {r}, {a}, {b}',
             'u': 'max.{u} {r}, {a}, {b}'},
+    # NaN-propagating forms (min.NaN has no f64 variant): a + b where either is NaN.
+    'minimum': {'f': _NAN_MINMAX.replace('{op}', 'min')},
+    'maximum': {'f': _NAN_MINMAX.replace('{op}', 'max')},
     'and': _bitwise('and'),
     'or': _bitwise('or'),
     'xor': _bitwise('xor'),
