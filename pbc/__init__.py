@@ -29,7 +29,9 @@ from .math import *  # noqa: F403  (sin, cos, exp, log, power, ...)
 from .math import power
 from .printing import array_repr
 from .reductions import all, any, count, max, mean, min, none, prod, sum
+from .reductions import reduce_op as reduce
 from .routines import (
+                       ReduceMode,
                        ReduceOp,
                        abs,
                        arange,

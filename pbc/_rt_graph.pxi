@@ -54,8 +54,9 @@ OP_NAMES = ('literal', 'data', 'counter', 'ptr',
             'call_start', 'call_arg', 'call_mask', 'call_end', 'call', 'call_result')
 assert len(OP_NAMES) == OP_COUNT
 
-# Reduction kinds of scatter_reduce (stored in Var.extra of a scatter).
-REDUCE_NAMES = ('none', 'add', 'min', 'max', 'and', 'or')
+# Reduction kinds of scatter_reduce (stored in Var.extra of a scatter), numbered as Dr.Jit's
+# ReduceOp (pbc.ReduceOp uses these values).
+REDUCE_NAMES = ('none', 'add', 'mul', 'min', 'max', 'and', 'or')
 
 # ---- flags -------------------------------------------------------------------------------
 cdef enum Flag:

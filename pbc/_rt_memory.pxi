@@ -97,7 +97,7 @@ cdef void own_target(ArrayBase target) except *:
         dec_ext(t)
         target._index = fresh
 
-REDUCE_ALLOW = {0: 7, 1: 6, 2: 6, 3: 6, 4: 3, 5: 3}
+REDUCE_ALLOW = {0: 7, 1: 6, 2: 6, 3: 6, 4: 6, 5: 3, 6: 3}    # kinds, as OP_ALLOW
 cdef dict pending_reduce = {}      # dirty target id -> reduction of its queued scatters
 
 cdef void scatter_obj(ArrayBase target, object value, object index, object active,

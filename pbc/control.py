@@ -9,11 +9,18 @@ The `@pbc.syntax` frontend rewrites `while` and `if` statements into calls of th
 
 from . import _runtime
 from ._runtime import ArrayBase
+from .errors import (
+    SizeError,
+    StateError,
+    TraceError,  # noqa: F401  (for the frontend, which imports only this)
+    call_user,
+)
 from .evaluate import eval as _eval
 from .flags import JitFlag, flag
 from .reductions import any as _any
 from .routines import gather, select
 from .state import Snapshot, nodes, settle, working_copy
+from .tensor import Tensor
 from .tree import children, flatten, paths, rebuild
 
 MODES = ('symbolic', 'evaluated', None)
@@ -58,7 +65,7 @@ def _as_state(value, n, what):
     if n == 1 and not isinstance(value, tuple):
         value = (value,)
     if not isinstance(value, (tuple, list)) or len(value) != n:
-        raise TypeError(f'pbc.{what}: the body must return a tuple of the {n} state '
+        raise StateError(f'pbc.{what}: the body must return a tuple of the {n} state '
                         f'variables, got {type(value).__name__}')
     return tuple(value)
 
@@ -77,23 +84,23 @@ def _check_same(old, new, names, what):
             break
         if isinstance(a, ArrayBase) and isinstance(b, ArrayBase):
             if type(a) is not type(b):
-                raise TypeError(f"pbc.{what}: '{path}' changes type from {type(a).__name__} "
+                raise StateError(f"pbc.{what}: '{path}' changes type from {type(a).__name__} "
                                 f'to {type(b).__name__} in the loop body; convert it '
                                 f'explicitly, e.g. {type(a).__name__}(...)')
         elif isinstance(a, ArrayBase) or isinstance(b, ArrayBase):
             hint = ('initialize it as a JIT array before the loop, e.g. '
                     f'{type(b).__name__}({a!r})' if isinstance(b, ArrayBase) else '')
-            raise TypeError(f"pbc.{what}: '{path}' changes from {_describe(a)} to "
+            raise StateError(f"pbc.{what}: '{path}' changes from {_describe(a)} to "
                             f'{_describe(b)} in the loop body; {hint}'.rstrip('; '))
         elif not (a is b or (type(a) is type(b) and _equal(a, b))):
-            raise TypeError(f"pbc.{what}: '{path}' is {_describe(a)}, not a JIT array, and "
+            raise StateError(f"pbc.{what}: '{path}' is {_describe(a)}, not a JIT array, and "
                             f'the loop body changes it to {_describe(b)}: initialize it as a '
                             'JIT array before the loop to make it loop state')
     else:
         if len(before) == len(after):
             return
         path, path2 = (before + after)[min(len(before), len(after))][0], '(nothing)'
-    raise TypeError(f'pbc.{what}: the loop body changes the structure of its state '
+    raise StateError(f'pbc.{what}: the loop body changes the structure of its state '
                     f'(at {path} / {path2})')
 
 
@@ -104,6 +111,32 @@ def _equal(a, b):
         return False
 
 
+W = 'pbc.while_loop()'
+
+
+def _condition(c, what):
+    """A loop's or branch's condition: a Python bool, or a Bool array (a Bool tensor stands
+    for its elements)."""
+    if isinstance(c, Tensor):
+        c = c.array
+    if isinstance(c, ArrayBase):
+        if c.Type != 'bool':
+            raise StateError(f'{what}: the condition must be a Bool array, got '
+                             f'{type(c).__name__}')
+        if c.index == 0:
+            raise StateError(f"{what}: 'cond' cannot be empty (an uninitialized array)")
+    return c
+
+
+def _check_initialized(tree, names, what):
+    """Raises for an empty (uninitialized) array in loop or branch state."""
+    for i, part in enumerate(tree):
+        for path, x in paths(part, names[i] if i < len(names) else f'state[{i}]'):
+            if isinstance(x, ArrayBase) and x.index == 0:
+                raise StateError(f"{what}: state variable '{path}' of type {type(x).__name__} "
+                                 'is uninitialized (an empty array): give it a value first')
+
+
 # ---- while_loop ------------------------------------------------------------------------------
 def while_loop(state, cond, body, labels=(), label=None, mode=None, max_iterations=None,
                strict=True):
@@ -111,13 +144,14 @@ def while_loop(state, cond, body, labels=(), label=None, mode=None, max_iteratio
     See API.md, "Control flow". `max_iterations` is accepted for reverse-mode AD through
     symbolic loops."""
     state = tuple(state)
-    c = cond(*state)
+    c = _condition(call_user(cond, state, W, 'loop condition'), W)
     if not isinstance(c, ArrayBase):
         while c:
-            state = _as_state(body(*state), len(state), 'while_loop')
-            c = cond(*state)
+            state = _as_state(call_user(body, state, W, 'loop body'), len(state), 'while_loop')
+            c = _condition(call_user(cond, state, W, 'loop condition'), W)
         return state
     names = _names(state, tuple(labels))
+    _check_initialized(state, names, W)
     # (left to the flag, a loop inside a symbolic loop or call is symbolic: it cannot be
     # evaluated there)
     if _mode(mode, JitFlag.SymbolicLoops, 'while_loop') == 'evaluated' and not (
@@ -134,7 +168,7 @@ def _width(arrays, what, names):
         if n == 1:
             n = m
         elif m != 1 and m != n:
-            raise ValueError(f'pbc.{what}: loop state has incompatible widths {n} and {m}')
+            raise SizeError(f'pbc.{what}: loop state has incompatible widths {n} and {m}')
     return n
 
 
@@ -158,7 +192,7 @@ def _symbolic_loop(state, cond, body, names):
 def _record(state, arrays, build, cond, body, names, width, fixed):
     loop_arrays = [i for i in range(len(arrays)) if i not in fixed]
     if not arrays:
-        raise TypeError('pbc.while_loop: a loop with a JIT condition needs at least one JIT '
+        raise StateError('pbc.while_loop: a loop with a JIT condition needs at least one JIT '
                         'array in its state')
     backend = arrays[0]._backend_code
     start, phis = _runtime.loop_begin([arrays[i].index for i in loop_arrays], width, backend)
@@ -169,29 +203,29 @@ def _record(state, arrays, build, cond, body, names, width, fixed):
             inner[i] = _runtime.wrap_index(type(arrays[i]), p)
         st = build(inner)
         snap = Snapshot(st)
-        c = cond(*st)
-        if not isinstance(c, ArrayBase) or c.Type != 'bool':
-            raise TypeError(f'pbc.while_loop: the condition must stay a Bool array, got '
+        c = _condition(call_user(cond, st, W, 'loop condition'), W)
+        if not isinstance(c, ArrayBase):
+            raise StateError(f'pbc.while_loop: the condition must stay a Bool array, got '
                             f'{type(c).__name__}')
         if len(c) not in (1, width):
             if width == 1:
                 raise _Retry(len(c), fixed)
-            raise ValueError(f'pbc.while_loop: the condition has width {len(c)}, the loop '
+            raise SizeError(f'pbc.while_loop: the condition has width {len(c)}, the loop '
                              f'state {width}')
         _runtime.loop_cond(start, c)
-        new = _as_state(body(*st), len(state), 'while_loop')
+        new = _as_state(call_user(body, st, W, 'loop body'), len(state), 'while_loop')
         _check_same(state, new, names, 'while_loop')
         new_arrays, _ = flatten(new)
         wide = [len(x) for x in new_arrays if len(x) not in (1, width)]
         if wide and width == 1 and len(set(wide)) == 1:
             raise _Retry(wide[0], fixed)
         if wide:
-            raise ValueError(f'pbc.while_loop: the loop body changes the width of its state '
+            raise SizeError(f'pbc.while_loop: the loop body changes the width of its state '
                              f'from {width} to {wide[0]}')
         effects = _runtime.loop_effect_width(start)
         if effects > width:
             if width != 1:
-                raise ValueError(f'pbc.while_loop: a scatter or print in the loop body has '
+                raise SizeError(f'pbc.while_loop: a scatter or print in the loop body has '
                                  f'width {effects}, the loop {width}')
             raise _Retry(effects, fixed)
         if flag(JitFlag.OptimizeLoops):
@@ -207,9 +241,12 @@ def _record(state, arrays, build, cond, body, names, width, fixed):
     outs = _runtime.loop_end(start, phis, updates)
     _stats['loops'] += 1
     _stats['state'] += len(loop_arrays)
-    final = [_broadcast(a, width) for a in arrays]     # fixed ones: their (unchanged) value
-    for i, o in zip(loop_arrays, outs):
-        final[i] = _runtime.wrap_index(type(arrays[i]), o)
+    # State the body leaves as it is (fixed ones, or an update that is its own phi) ends as
+    # it started: the caller's array, of its own width.
+    final = [type(a)(a) for a in arrays]
+    for i, p, u, o in zip(loop_arrays, phis, updates, outs):
+        if u != p:
+            final[i] = _runtime.wrap_index(type(arrays[i]), o)
     return settle(new, final, nodes(state)[0], snap.same_path(new))
 
 
@@ -230,6 +267,7 @@ def _evaluated_loop(state, cond, body, names, c):
     width = _width(arrays + [c], 'while_loop', names)
     original = nodes(state)[0]
     mutated = [False] * len(original)
+    changed = [False] * len(arrays)       # per array: whether some iteration changed it
     state = build([_broadcast(a, width) for a in arrays])     # as wide as a symbolic loop's
     Bool = type(c)
     outer = _runtime.mask_top(Bool)
@@ -241,7 +279,10 @@ def _evaluated_loop(state, cond, body, names, c):
             c = c & active
         _eval(c, state)
         if not _any(c)[0]:
-            return settle(state, flatten(state)[0], original, mutated)
+            # (state no iteration changed ends as it started: the caller's array)
+            final = [b if ch else type(a)(a)
+                     for a, b, ch in zip(arrays, flatten(state)[0], changed)]
+            return settle(state, final, original, mutated)
         # The body gets a working copy: changing it in place (pos.x += 1) must not touch
         # the state of the lanes that are done.
         old_arrays, _ = flatten(state)
@@ -249,42 +290,48 @@ def _evaluated_loop(state, cond, body, names, c):
         snap = Snapshot(work)
         _runtime.mask_push(c)
         try:
-            new = _as_state(body(*work), len(state), 'while_loop')
+            new = _as_state(call_user(body, work, W, 'loop body'), len(state), 'while_loop')
         finally:
             _runtime.mask_pop()
         _check_same(state, new, names, 'while_loop')
         mutated = [a or b for a, b in zip(mutated, snap.same_path(new))]
         new_arrays, build_new = flatten(new)
+        changed = [ch or a.index != b.index
+                   for ch, a, b in zip(changed, old_arrays, new_arrays)]
         state = build_new([select(c, b, a) for a, b in zip(old_arrays, new_arrays)])
         active = c
-        c = cond(*state)
+        c = _condition(call_user(cond, state, W, 'loop condition'), W)
         if not isinstance(c, ArrayBase):
-            raise TypeError('pbc.while_loop: the condition must stay a Bool array')
+            raise StateError('pbc.while_loop: the condition must stay a Bool array')
 
 
 # ---- if_stmt ---------------------------------------------------------------------------------
-def if_stmt(args, cond, true_fn, false_fn, labels=(), label=None, mode=None, strict=True):
-    """true_fn(*args) where cond holds, false_fn(*args) elsewhere (see API.md)."""
+def if_stmt(args, cond, true_fn, false_fn, arg_labels=(), rv_labels=(), label=None,
+            mode=None, strict=True, labels=()):
+    """true_fn(*args) where cond holds, false_fn(*args) elsewhere (see API.md). The labels
+    name the arguments and results in error messages (`labels`: the results, as pbc's
+    frontend passes them)."""
     global _symbolic_branches
     args = tuple(args)
+    labels = tuple(rv_labels or labels)
+    cond = _condition(cond, 'pbc.if_stmt()')
     if not isinstance(cond, ArrayBase):
-        return true_fn(*args) if cond else false_fn(*args)
-    if cond.Type != 'bool':
-        raise TypeError(f'pbc.if_stmt: the condition must be a Bool array, got '
-                        f'{type(cond).__name__}')
+        return call_user(true_fn if cond else false_fn, args, 'pbc.if_stmt()',
+                         'true_fn' if cond else 'false_fn')
+    _check_initialized(args, _names(args, tuple(arg_labels)), 'pbc.if_stmt()')
     evaluated = _mode(mode, JitFlag.SymbolicConditionals, 'if_stmt') == 'evaluated' \
         and not _runtime.recording_depth()
     if evaluated:
         _eval(cond)
     result, snaps = [], []
-    for mask, fn in ((cond, true_fn), (~cond, false_fn)):
+    for mask, fn, role in ((cond, true_fn, 'true_fn'), (~cond, false_fn, 'false_fn')):
         # Each branch gets a working copy: its in-place changes do not leak into the other.
         work = working_copy(args)
         snaps.append(Snapshot(work))
         _runtime.mask_push(mask)
         _symbolic_branches += not evaluated
         try:
-            result.append(fn(*work))
+            result.append(call_user(fn, work, 'pbc.if_stmt()', role))
         finally:
             _symbolic_branches -= not evaluated
             _runtime.mask_pop()
@@ -324,12 +371,17 @@ def _merge(cond, t, f, path):
     """Lane by lane: t where cond holds, f elsewhere (same structure required)."""
     scalar = (bool, int, float)
     if isinstance(t, ArrayBase) or isinstance(f, ArrayBase):
+        for x in (t, f):
+            if isinstance(x, ArrayBase) and x.index == 0:
+                raise StateError(f"pbc.if_stmt(): state variable '{path}' of type "
+                                 f'{type(x).__name__} is uninitialized (an empty array) in a '
+                                 'branch\'s result')
         if isinstance(t, ArrayBase) and isinstance(f, ArrayBase):
             if type(t) is not type(f):
-                raise TypeError(f"pbc.if_stmt: '{path}' is {type(t).__name__} in one branch "
+                raise StateError(f"pbc.if_stmt: '{path}' is {type(t).__name__} in one branch "
                                 f'and {type(f).__name__} in the other')
         elif not isinstance(t if isinstance(f, ArrayBase) else f, scalar):
-            raise TypeError(f"pbc.if_stmt: '{path}' is {_describe(t)} in one branch and "
+            raise StateError(f"pbc.if_stmt: '{path}' is {_describe(t)} in one branch and "
                             f'{_describe(f)} in the other')
         return select(cond, t, f)
     pt, pf = children(t), children(f)
@@ -338,12 +390,12 @@ def _merge(cond, t, f, path):
             return t
         if isinstance(t, scalar) and isinstance(f, scalar):
             return select(cond, t, f)            # e.g. `1.0 if c else 0.0`: a JIT array
-        raise TypeError(f"pbc.if_stmt: '{path}' differs between the branches ({_describe(t)} "
+        raise StateError(f"pbc.if_stmt: '{path}' differs between the branches ({_describe(t)} "
                         f'and {_describe(f)}) and is not a JIT array: make it one')
     if type(t) is not type(f) or len(pt) != len(pf):
-        raise TypeError(f"pbc.if_stmt: '{path}' has a different structure in the two branches")
+        raise StateError(f"pbc.if_stmt: '{path}' has a different structure in the two branches")
     if isinstance(t, dict) and list(t) != list(f):
-        raise TypeError(f"pbc.if_stmt: '{path}' has different keys in the two branches")
+        raise StateError(f"pbc.if_stmt: '{path}' has different keys in the two branches")
     return rebuild(t, [_merge(cond, a, b, f'{path}[{i}]') for i, (a, b) in enumerate(zip(pt, pf))])
 
 

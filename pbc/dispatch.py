@@ -10,6 +10,7 @@ masked-off lanes do nothing and return zeros.
 
 import functools
 import heapq
+import inspect
 import itertools
 import types
 import weakref
@@ -19,6 +20,7 @@ import numpy as np
 from . import _runtime
 from ._runtime import ArrayBase
 from .control import _broadcast
+from .errors import SizeError, StateError, call_user
 from .evaluate import eval as _eval
 from .flags import JitFlag, flag
 from .routines import full, gather, scatter, select, zeros
@@ -76,20 +78,25 @@ class PtrBase:
     Backends bind UInt32 and Bool; Ptr[Base] makes the class for one base."""
     Base = Object
     UInt32 = Bool = None
-    __slots__ = ('index',)
+    # The instances it was made from: an array of pointers keeps them alive, as Dr.Jit's
+    # does (an array made from ids, `Ptr[Base](UInt32(...))`, holds none).
+    __slots__ = ('index', '_refs')
 
     def __init__(self, value=None):
         U = self.UInt32
+        self._refs = ()
         if value is None:
             self.index = U(0)
         elif isinstance(value, PtrBase):
-            self.index = U(value.index)
+            self.index, self._refs = U(value.index), value._refs
         elif isinstance(value, ArrayBase):
             self.index = U(value)
         elif isinstance(value, (list, tuple)):
             self.index = U(np.array([self._id_of(v) for v in value], dtype=np.uint32))
+            self._refs = tuple({id(v): v for v in value if v is not None}.values())
         else:
             self.index = U(self._id_of(value))
+            self._refs = () if value is None else (value,)
 
     def _id_of(self, v):
         if v is None:
@@ -100,9 +107,10 @@ class PtrBase:
         return v.pbc_id
 
     @classmethod
-    def _wrap(cls, index):
+    def _wrap(cls, index, *sources):
         out = object.__new__(cls)
         out.index = index
+        out._refs = tuple({id(r): r for s in sources for r in s._refs}.values())
         return out
 
     def __class_getitem__(cls, base):
@@ -131,18 +139,18 @@ class PtrBase:
         return [self.index]
 
     def _pbc_rebuild(self, parts):
-        return self._wrap(parts[0])
+        return self._wrap(parts[0], self)
 
     def _pbc_assign(self, parts):
         self.index = parts[0]
 
     @classmethod
     def _pbc_select(cls, m, t, f):
-        return cls._wrap(select(m, t.index, f.index))
+        return cls._wrap(select(m, t.index, f.index), t, f)
 
     @classmethod
     def _pbc_gather(cls, source, index, active=True):
-        return cls._wrap(gather(cls.UInt32, source.index, index, active))
+        return cls._wrap(gather(cls.UInt32, source.index, index, active), source)
 
     def __getattr__(self, name):
         # The method may be declared by the base class or only by its subclasses.
@@ -152,8 +160,10 @@ class PtrBase:
             raise AttributeError(f'{self.Base.__name__} has no method {name!r} to dispatch')
 
         def method(*args, **kwargs):
-            return dispatch(self, lambda obj, *a: getattr(obj, name)(*a, **kwargs), *args,
-                            _name=name, _method=name)
+            where = _split_mask(args, kwargs)[2] is not None and (
+                'keyword' if 'active' in kwargs else 'last')
+            return dispatch(self, functools.partial(_call_method, name, where), *args,
+                            _name=name, _method=name, **kwargs)
         method.__name__ = name
         return method
 
@@ -170,30 +180,62 @@ def make_ptr(flat, module_name):
 
 
 # ---- calls ------------------------------------------------------------------------------------
-def dispatch(ptrs, func, *args, mode=None, _name=None, _method=None):
-    """func(instance, *args) for each lane's instance of `ptrs` (a Ptr array); null lanes
-    give zeros. Targets: every live instance of the pointer's base class (for a method call,
-    those that have the method; lanes pointing to others give zeros)."""
+def dispatch(ptrs, func, *args, mode=None, label=None, _name=None, _method=None, **kwargs):
+    """func(instance, *args, **kwargs) for each lane's instance of `ptrs` (a Ptr array);
+    null lanes give zeros. Targets: every live instance of the pointer's base class (for a
+    method call, those that have the method; lanes pointing to others give zeros). A mask,
+    as the `active` keyword or a trailing Bool argument (Dr.Jit's convention), turns lanes
+    off: they run nothing and give zeros; the functions get True in its place."""
     if not isinstance(ptrs, PtrBase):
         raise TypeError('pbc.dispatch: the first argument must be a Ptr array')
     name = _name or getattr(func, '__name__', 'function')
+    args, kwargs, mask = _split_mask(args, kwargs)
     targets = [(i, functools.partial(func, obj), obj) for i, obj in instances(ptrs.Base)
                if _method is None or callable(getattr(obj, _method, None))]
-    return _call(ptrs.index, targets, args, mode, f'{ptrs.Base.__name__}.{name}')
+    return _call(ptrs.index, targets, (args, kwargs), mode, f'{ptrs.Base.__name__}.{name}',
+                 mask)
 
 
-def switch(index, funcs, *args, mode=None):
-    """funcs[index](*args) for each lane; lanes whose index is out of range give zeros."""
+def switch(index, targets, *args, mode=None, label=None, **kwargs):
+    """targets[index](*args, **kwargs) for each lane; lanes whose index is out of range give
+    zeros. A Python int index calls that one target directly. A mask, as the `active`
+    keyword or a trailing Bool argument (Dr.Jit's convention), turns lanes off: they run
+    nothing and give zeros (None for a Python index); the targets get True in its place."""
+    args, kwargs, mask = _split_mask(args, kwargs)
+    if isinstance(index, (int, np.integer)) and not isinstance(index, bool):
+        if mask is not None and not isinstance(mask, (bool, np.bool_)):
+            raise TypeError('pbc.switch(): with a Python index, the mask must be a Python '
+                            'bool')
+        if mask is False:
+            return None
+        return targets[index](*args, **kwargs)
     if not isinstance(index, ArrayBase) or index.Type not in ('uint32', 'int32'):
-        raise TypeError('pbc.switch: the index must be a UInt32 array')
+        raise TypeError('pbc.switch(): the index must be a UInt32 array or a Python int, not '
+                        f'{type(index).__name__}')
     U = _runtime.class_for(index, 'uint32')
-    targets = [(k + 1, f, f) for k, f in enumerate(funcs)]
-    return _call(U(index) + 1, targets, args, mode, 'switch')
+    keyed = [(k + 1, f, f) for k, f in enumerate(targets)]
+    return _call(U(index) + 1, keyed, (args, kwargs), mode, 'switch', mask)
 
 
-def _call(selector, targets, args, mode, what):
-    """Runs target(*args) on the lanes where selector equals the target's key (keys are
-    non-zero; 0 selects nothing) and merges the results."""
+def _split_mask(args, kwargs):
+    """(args, kwargs, mask): the mask is the `active` keyword, or else a trailing Bool array
+    or Python bool among args; the functions called get True in its place."""
+    if 'active' in kwargs:
+        mask = kwargs['active']
+        return args, {**kwargs, 'active': _true_like(mask)}, mask
+    if args and (isinstance(args[-1], (bool, np.bool_)) or (
+            isinstance(args[-1], ArrayBase) and args[-1].Type == 'bool')):
+        return args[:-1] + (_true_like(args[-1]),), kwargs, args[-1]
+    return args, kwargs, None
+
+
+def _true_like(mask):
+    return type(mask)(True) if isinstance(mask, ArrayBase) else True
+
+
+def _call(selector, targets, args, mode, what, mask=None):
+    """Runs target(*args[0], **args[1]) on the lanes where selector equals the target's key
+    (keys are non-zero; 0 selects nothing) and `mask` holds, and merges the results."""
     if not targets:
         raise RuntimeError(f'pbc: {what}: nothing to call (no live instance or function); '
                            'instances are registered while they live, so keep them alive')
@@ -201,6 +243,10 @@ def _call(selector, targets, args, mode, what):
         raise ValueError(f"pbc.dispatch: mode must be 'symbolic' or 'evaluated', not {mode!r}")
     if mode is None:
         mode = 'symbolic' if flag(JitFlag.SymbolicCalls) else 'evaluated'
+    if mask is not None:
+        if isinstance(mask, ArrayBase) and mask.Type != 'bool':
+            raise TypeError(f'pbc: {what}: the mask must be a Bool array')
+        selector = select(mask, selector, 0)        # masked lanes call nothing
     width = max([len(selector)] + [len(a) for a in flatten(args)[0]])
     if len(selector) != width:
         selector = _broadcast(selector, width)
@@ -210,6 +256,35 @@ def _call(selector, targets, args, mode, what):
     if mode == 'evaluated' and not _runtime.recording_depth():
         return _evaluated(selector, active, targets, args, what)
     return _symbolic(selector, active, targets, args, what)
+
+
+def _call_method(name, mask_at, obj, *args, **kwargs):
+    """obj.name(*args, **kwargs). The True that dispatch put in for the call's mask
+    (`mask_at`: 'keyword', 'last' or False) is left out where the method takes no such
+    argument."""
+    fn = getattr(obj, name)
+    if mask_at:
+        try:
+            inspect.signature(fn).bind(*args, **kwargs)
+        except TypeError:
+            if mask_at == 'keyword':
+                kwargs = {k: v for k, v in kwargs.items() if k != 'active'}
+            else:
+                args = args[:-1]
+        except ValueError:               # no signature (a builtin): call as given
+            pass
+    return fn(*args, **kwargs)
+
+
+def run_target(fn, args, what, size_hint=''):
+    """fn(*args[0], **args[1]); an exception it raises comes out as the cause of a
+    RuntimeError (see pbc/errors.py). `size_hint` explains a size mismatch."""
+    try:
+        return call_user(fn, args[0], f'pbc: {what}', 'call target', args[1])
+    except RuntimeError as e:
+        if size_hint and 'incompatible sizes' in str(e):
+            raise RuntimeError(f'{e}{size_hint}') from e.__cause__
+        raise
 
 
 def _enter(key, what):
@@ -244,12 +319,13 @@ def _symbolic(selector, active, targets, args, what):
                 saved = _swap_attributes([(owner, name, read(mask))
                                           for owner, name, read in closure])
                 # Literal arguments go in as they are: the target folds them (OptimizeCalls).
-                inner = [a if optimize and a.state == 'literal' else
+                # (Each target gets objects of its own: it may change them in place.)
+                inner = [type(a)(a) if optimize and a.state == 'literal' else
                          _runtime.wrap_index(type(a), _runtime.call_arg(start, a))
                          for a in arrays]
                 _enter(id(obj), what)
                 try:
-                    r = _as_arrays(fn(*build(inner)), selector)
+                    r = _as_arrays(run_target(fn, build(inner), what), selector)
                 finally:
                     _active_calls.pop()
                 leaves = flatten(r)[0]
@@ -257,11 +333,11 @@ def _symbolic(selector, active, targets, args, what):
                     first, types = r, [type(x) for x in leaves]
                 elif [type(x) for x in leaves] != types or len(paths(r, '')) != len(
                         paths(first, '')):
-                    raise TypeError(f'pbc: the targets of {what} return different structures '
+                    raise StateError(f'pbc: the targets of {what} return different structures '
                                     'or types')
                 for x in leaves:
                     if len(x) not in (1, width):
-                        raise ValueError(f'pbc: a target of {what} returns an array of width '
+                        raise SizeError(f'pbc: a target of {what} returns an array of width '
                                          f'{len(x)} for a call of width {width}')
             except BaseException:
                 _runtime.call_abort(start)
@@ -457,16 +533,12 @@ def _evaluated(selector, active, targets, args, what):
         # ... all of them: a side effect of width 1 happens once per lane, as in a symbolic call
         _runtime.mask_push(full(Bool, True, len(lanes)))
         try:
-            try:
-                r = fn(*sub)
-            except ValueError as e:
-                if len(lanes) == width or 'incompatible sizes' not in str(e):
-                    raise
-                raise ValueError(
-                    f'{e} (in an evaluated call of {what}, each target runs on just the '
-                    f'{len(lanes)} lanes that call it: pass arrays as wide as the call '
-                    f'({width}) as arguments instead of reading them from an enclosing '
-                    'scope, or call symbolically)') from e
+            hint = '' if len(lanes) == width else (
+                f' (in an evaluated call of {what}, each target runs on just the '
+                f'{len(lanes)} lanes that call it: pass arrays as wide as the call ({width}) '
+                'as arguments instead of reading them from an enclosing scope, or call '
+                'symbolically)')
+            r = run_target(fn, sub, what, hint)
             if out is None:
                 out = _zeros_like(r, width, selector)
             _scatter_into(out, r, lanes, what)
@@ -480,7 +552,7 @@ def _evaluated(selector, active, targets, args, what):
         _key, fn, obj = targets[0]
         _runtime.mask_push(active & False)
         try:
-            out = _zeros_like(fn(*working_copy(args)), width, selector)
+            out = _zeros_like(run_target(fn, working_copy(args), what), width, selector)
         finally:
             _runtime.mask_pop()
     return out
@@ -506,7 +578,7 @@ def _scatter_into(out, r, lanes, what):
     """out[lanes] = r, leaf by leaf (r's Python numbers too)."""
     if isinstance(out, ArrayBase):
         if isinstance(r, ArrayBase) and type(r) is not type(out):
-            raise TypeError(f'pbc: the targets of {what} return {type(out).__name__} and '
+            raise StateError(f'pbc: the targets of {what} return {type(out).__name__} and '
                             f'{type(r).__name__}')
         scatter(out, r, lanes)
         return
@@ -514,6 +586,6 @@ def _scatter_into(out, r, lanes, what):
     if po is None:
         return
     if pr is None or len(po) != len(pr):
-        raise TypeError(f'pbc: the targets of {what} return different structures')
+        raise StateError(f'pbc: the targets of {what} return different structures')
     for a, b in zip(po, pr):
         _scatter_into(a, b, lanes, what)

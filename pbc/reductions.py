@@ -18,14 +18,15 @@ import numpy as np
 
 from . import _runtime
 from ._runtime import ArrayBase
-from .routines import fmax, fmin
+from .routines import ReduceOp, fmax, fmin
 from .tensor import Tensor
 from .vector import Matrix, StaticArray
 
 # name -> (operator combining two values, runtime reduction of a flat array's lanes)
 _OPS = {'sum': (operator.add, 'sum'), 'prod': (operator.mul, 'prod'),
         'min': (fmin, 'min'), 'max': (fmax, 'max'),
-        'all': (operator.and_, 'and'), 'any': (operator.or_, 'or')}
+        'all': (operator.and_, 'and'), 'any': (operator.or_, 'or'),
+        'and': (operator.and_, 'and'), 'or': (operator.or_, 'or')}     # bitwise, any type
 _EMPTY = {'sum': 0, 'prod': 1, 'all': True, 'any': False}
 MODES = (None, 'symbolic', 'evaluated')
 
@@ -115,6 +116,19 @@ def reduce(name, x, axis=0, keepdims=False, mode=None):
                            f'{type(x).__name__} (reducing axis {axis}); convert it to a tensor '
                            'first')
     return _reduce(name, x, a)
+
+
+_BY_OP = {ReduceOp.Add: 'sum', ReduceOp.Mul: 'prod', ReduceOp.Min: 'min',
+          ReduceOp.Max: 'max', ReduceOp.And: 'and', ReduceOp.Or: 'or'}
+
+
+def reduce_op(op, value, axis=0, mode=None, keepdims=False):
+    """Dr.Jit's dr.reduce: the reduction of `value` by ReduceOp `op` over `axis`."""
+    try:
+        name = _BY_OP[ReduceOp(op)]
+    except (KeyError, ValueError):
+        raise ValueError(f'pbc.reduce(): {op!r} combines nothing') from None
+    return reduce(name, value, axis, keepdims, mode)
 
 
 def _reduction(name, doc):

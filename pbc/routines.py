@@ -405,17 +405,40 @@ def width(x):
 
 # ---- memory -------------------------------------------------------------------------------
 class ReduceOp(enum.IntEnum):
+    """How scatter_reduce and reduce combine values (Dr.Jit's members and values; they are
+    also the runtime's reduction codes)."""
     Identity = 0
     Add = 1
-    Min = 2
-    Max = 3
-    And = 4
-    Or = 5
+    Mul = 2
+    Min = 3
+    Max = 4
+    And = 5
+    Or = 6
 
 
-def gather(T, source, index, active=True):
+class ReduceMode(enum.IntEnum):
+    """Dr.Jit's strategies for atomic scatter-reductions and gathers. They change only how
+    Dr.Jit's kernels run, never the result, and pbc has one strategy (an atomic operation
+    per active lane): every mode is accepted and gives the same result."""
+    Auto = 0
+    Direct = 1
+    Local = 2
+    NoConflicts = 3
+    Permute = 4
+    Expand = 5
+
+
+def _check_mode(mode):
+    if not isinstance(mode, ReduceMode):
+        raise TypeError(f'pbc: mode must be a pbc.ReduceMode, not {mode!r}')
+
+
+def gather(T, source, index, active=True, mode=ReduceMode.Auto, shape=None):
     """source[index] for each active lane (0 elsewhere). With a static vector type T and a
     flat source, reads T.Size consecutive values per index (as Dr.Jit)."""
+    _check_mode(mode)
+    if shape is not None:
+        raise TypeError('pbc.gather(): shape= (tensor gathers) is not supported')
     if hasattr(T, '_pbc_gather'):         # pointer arrays (pbc.dispatch)
         return T._pbc_gather(source, index, active)
     if isinstance(T, type) and issubclass(T, StaticArray):
@@ -426,18 +449,26 @@ def gather(T, source, index, active=True):
     return _runtime.gather(T, source, index, active)
 
 
-def scatter(target, value, index, active=True):
+def scatter(target, value, index, active=True, mode=ReduceMode.Auto):
     """target[index] = value for each active lane; target changes (a queued side effect)."""
+    _check_mode(mode)
     _scatter(target, value, index, active, 0)
 
 
-def scatter_reduce(op, target, value, index, active=True):
-    """Atomically combines value into target[index] for each active lane."""
+def scatter_reduce(op, target, value, index, active=True, mode=ReduceMode.Auto):
+    """Atomically combines value into target[index] for each active lane (op: a ReduceOp
+    other than Identity)."""
+    _check_mode(mode)
+    op = ReduceOp(op)
+    if op == ReduceOp.Identity:
+        raise ValueError('pbc.scatter_reduce(): ReduceOp.Identity combines nothing (use '
+                         'pbc.scatter)')
     _scatter(target, value, index, active, int(op))
 
 
-def scatter_add(target, value, index, active=True):
-    _scatter(target, value, index, active, ReduceOp.Add)
+def scatter_add(target, value, index, active=True, mode=ReduceMode.Auto):
+    """Atomically adds value to target[index] for each active lane."""
+    scatter_reduce(ReduceOp.Add, target, value, index, active, mode)
 
 
 def _scatter(target, value, index, active, reduce):

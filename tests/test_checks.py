@@ -207,8 +207,11 @@ def test_assert_true_in_conditionals_checks_their_lanes(debug, capfd):
         return i
 
     evaluated(UInt32(1, 2, 5, 6))              # lanes 1, 2 fail the check but skip it
-    with pytest.raises(AssertionError, match=r'^Assertion failure: bad \[4\]$'):
+    # (the failure in the branch comes out as the cause of a RuntimeError, as in Dr.Jit)
+    with pytest.raises(RuntimeError) as e:
         evaluated(UInt32(2, 3, 4, 5, 6))
+    assert isinstance(e.value.__cause__, AssertionError)
+    assert str(e.value.__cause__) == 'Assertion failure: bad [4]'
 
     @pbc.syntax
     def symbolic(i):                           # a symbolic branch: reported by the kernel
@@ -265,8 +268,9 @@ def test_assertion_in_an_evaluated_loop_raises(debug):
             i = i + 1
         return i
 
-    with pytest.raises(AssertionError, match=r'^Assertion failure: i=\[2, 3\]$'):
+    with pytest.raises(RuntimeError) as e:
         f(UInt32(2, 3, 4, 5))
+    assert str(e.value.__cause__) == 'Assertion failure: i=[2, 3]'
     pbc.eval(f(UInt32(4, 5, 6)))
 
 

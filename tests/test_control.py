@@ -419,3 +419,114 @@ def test_scatter_into_loop_state_is_an_error():
     _, arr = pbc.while_loop((UInt32(0), Float(0, 0, 0)), lambda i, arr: i < 2, body,
                             mode='evaluated')
     assert arr.numpy().tolist() == [5, 5, 0]
+
+
+# ---- Dr.Jit's error types, labels and conditions ----------------------------------------------
+@pytest.mark.parametrize('mode', MODES)
+@pytest.mark.parametrize('where', ['cond', 'body'])
+def test_exceptions_in_loops_are_runtime_errors_with_the_cause(mode, where):
+    def fail(*args):
+        raise ZeroDivisionError('in the ' + where)
+
+    cond = fail if where == 'cond' else (lambda i: i < 3)
+    body = fail if where == 'body' else (lambda i: (i + 1,))
+    x = UInt32(0, 1)
+    with pytest.raises(RuntimeError, match=f'loop {where}.*ZeroDivisionError') as e:
+        pbc.while_loop((x,), cond, body, mode=mode)
+    assert isinstance(e.value.__cause__, ZeroDivisionError)
+    assert x.numpy().tolist() == [0, 1]
+    assert pbc._runtime.recording_depth() == 0 and pbc._runtime.mask_depth() == 0
+
+
+@pytest.mark.parametrize('mode', MODES)
+def test_exceptions_in_branches_are_runtime_errors_with_the_cause(mode):
+    def fail(x):
+        raise KeyError('boom')
+
+    for fns in ((fail, lambda x: x), (lambda x: x, fail)):
+        with pytest.raises(RuntimeError, match='KeyError') as e:
+            pbc.if_stmt((UInt32(4),), Bool(True, False), *fns, mode=mode)
+        assert isinstance(e.value.__cause__, KeyError)
+    assert pbc._runtime.mask_depth() == 0
+
+
+def test_state_diagnostics_are_also_runtime_errors():
+    # pbc's own diagnostics keep their natural type and are RuntimeErrors, as in Dr.Jit
+    for error in (TypeError, RuntimeError):
+        with pytest.raises(error, match="'x' changes type"):
+            pbc.while_loop((Float(1), UInt32(0)), lambda x, i: i < 3,
+                           lambda x, i: (pbc.llvm.Float64(x), i + 1), labels=('x', 'i'))
+        with pytest.raises(error, match="'result\\[0\\]' is Float32 in one branch"):
+            pbc.if_stmt((Float(1, 2),), Bool(True, False), lambda x: (x,),
+                        lambda x: (UInt32(1),))
+    with pytest.raises(ValueError, match='incompatible widths'):
+        pbc.while_loop((UInt32(1, 2, 3), UInt32(1, 2)), lambda a, b: a < 3,
+                       lambda a, b: (a + 1, b))
+
+
+@pytest.mark.parametrize('mode', MODES)
+def test_uninitialized_state_is_named(mode):
+    with pytest.raises(RuntimeError, match="state variable 'j' of type UInt32 is uninitialized"):
+        pbc.while_loop((UInt32(0), UInt32()), lambda i, j: i < 3, lambda i, j: (i + 1, j),
+                       labels=('i', 'j'), mode=mode)
+    with pytest.raises(RuntimeError, match="state variable 'y' of type UInt32 is uninitialized"):
+        pbc.if_stmt((UInt32(4), UInt32()), Bool(True, False), lambda x, y: (x, y),
+                    lambda x, y: (x, y), arg_labels=('x', 'y'), mode=mode)
+    with pytest.raises(RuntimeError, match="'y' of type UInt32 is uninitialized"):
+        pbc.if_stmt((UInt32(4),), Bool(True, False), lambda x: (x, x),
+                    lambda x: (x, UInt32()), rv_labels=('x', 'y'), mode=mode)
+    with pytest.raises(RuntimeError, match="'cond' cannot be empty"):
+        pbc.if_stmt((UInt32(4),), Bool(), lambda x: x, lambda x: x, mode=mode)
+
+
+@pytest.mark.parametrize('mode', MODES)
+def test_if_stmt_maps_results_back_onto_arguments(mode):
+    # An argument changed in place on either branch comes back as the caller's object,
+    # updated; one replaced by a new object leaves the caller's object alone.
+    def true_fn(x, y):
+        x[0] += 1
+        y[0] = y[0] + 1
+        return x, y
+
+    def false_fn(x, y):
+        x[1] += 1
+        y[1] = y[1] + 1
+        return x, y
+
+    x0, x1, y0, y1 = UInt32(1, 2), UInt32(3, 4), UInt32(10, 20), UInt32(30, 40)
+    xi, yi = [x0, x1], [y0, y1]
+    xo, yo = pbc.if_stmt((xi, yi), Bool(True, False), true_fn, false_fn,
+                         arg_labels=('x', 'y'), rv_labels=('x', 'y'), mode=mode)
+    assert xo is xi and xo[0] is x0 and xo[1] is x1 and yo is yi
+    assert x0.numpy().tolist() == [2, 2] and x1.numpy().tolist() == [3, 5]
+    assert yo[0] is not y0 and yo[0].numpy().tolist() == [11, 20]
+    assert yo[1].numpy().tolist() == [30, 41] and y0.numpy().tolist() == [10, 20]
+
+
+@pytest.mark.parametrize('mode', MODES)
+def test_loop_maps_results_back_onto_the_state(mode):
+    x, z = pbc.opaque(UInt32, 1), pbc.opaque(UInt32, 2)
+    xo, zo = pbc.while_loop((x, z), lambda x, z: x < 10, lambda x, z: (x + 1, z), mode=mode)
+    assert xo is not x and xo[0] == 10 and x[0] == 1 and zo is z
+
+    def mutate(q1, q2):
+        item = q2[1]
+        item += 4                              # changes the array q2 holds, in place
+        return q1, q2
+
+    q1, q2 = (pbc.opaque(UInt32, 3), UInt32(4, 5)), (pbc.opaque(UInt32, 6), UInt32(7, 8))
+    q1o, q2o = pbc.while_loop((q1, q2), lambda q1, q2: q2[1] < 10, mutate, mode=mode)
+    assert q1o is q1 and q2o is q2 and q2o[1] is q2[1]
+    assert q2[1].numpy().tolist() == [11, 12] and q2[0][0] == 6
+
+
+@pytest.mark.parametrize('mode', MODES)
+def test_bool_tensor_conditions(mode):
+    from pbc.llvm import TensorXb
+    x = UInt32(1, 5, 2)
+    c = TensorXb(x < 3)
+    r = pbc.if_stmt((x,), c, lambda x: x * 10, lambda x: x, mode=mode)
+    assert r.numpy().tolist() == [10, 5, 20]
+    i, = pbc.while_loop((UInt32(0, 4),), lambda i: TensorXb(i < 3), lambda i: (i + 1,),
+                        mode=mode)
+    assert i.numpy().tolist() == [3, 4]

@@ -882,7 +882,123 @@ def test_evaluated_targets_reading_wide_captured_arrays_get_a_clear_error():
     idx = UInt32(np.arange(8, dtype=np.uint32) % 2)
     x = Float(np.arange(8, dtype=np.float32))
     captured = x * 10
-    with pytest.raises(ValueError, match='pass arrays as wide as the call'):
+    with pytest.raises(RuntimeError, match='pass arrays as wide as the call'):
         pbc.switch(idx, [lambda v: v + captured, lambda v: v], x, mode='evaluated')
     r = pbc.switch(idx, [lambda v: v + captured, lambda v: v], x)       # symbolic: fine
     assert r.numpy().tolist() == [11 * k if k % 2 == 0 else k for k in range(8)]
+
+
+# ---- Dr.Jit's calling conventions ------------------------------------------------------------
+@pytest.mark.parametrize('mode', MODES)
+@pytest.mark.parametrize('as_keyword', [False, True])
+def test_switch_mask_turns_lanes_off(mode, as_keyword):
+    # A trailing Bool argument (or active=) is the call's mask: masked lanes run nothing
+    # (no side effects) and give zeros; the targets get True in its place.
+    hits = pbc.zeros(UInt32, 4)
+    seen = []
+
+    def count(x, lane, active):
+        seen.append(active)
+        pbc.scatter_add(hits, 1, lane)
+        return x + 1
+
+    def double(x, lane, active):
+        seen.append(active)
+        return x * 2
+
+    index = UInt32(0, 0, 1, 1)
+    x, lane = Float(1, 2, 3, 4), pbc.arange(UInt32, 4)
+    mask = Bool(True, False, True, False)
+    if as_keyword:
+        r = pbc.switch(index, [count, double], x, lane, active=mask, mode=mode)
+    else:
+        r = pbc.switch(index, [count, double], x, lane, mask, mode=mode)
+    assert r.numpy().tolist() == [2, 0, 6, 0]
+    assert hits.numpy().tolist() == [1, 0, 0, 0]
+    assert all(isinstance(a, Bool) and a.state == 'literal' and a[0] for a in seen)
+
+
+def test_switch_with_a_python_index_calls_one_target():
+    targets = [lambda x, active=True: x + 1, lambda x, active=True: x * 10]
+    assert pbc.switch(0, targets, 5) == 6 and pbc.switch(1, targets, x=5) == 50
+    assert pbc.switch(1, targets, active=True, x=5) == 50
+    assert pbc.switch(1, targets, 5, False) is None
+    assert pbc.switch(1, targets, x=5, active=False) is None
+
+
+@pytest.mark.parametrize('mode', MODES)
+def test_switch_keyword_arguments_and_names(mode):
+    def f0(a, b):
+        return dict(sum=a['key'] + b[0], swapped=(b[1], b[0]))
+
+    def f1(a, b):
+        return dict(sum=a['key'] * 3, swapped=b)
+
+    r = pbc.switch(index=UInt32(0, 1, 0), targets=(f0, f1), b=(Float(10), Float(1, 2, 3)),
+                   a={'key': Float(4, 5, 6)}, mode=mode)
+    assert r['sum'].numpy().tolist() == [14, 15, 16]
+    assert r['swapped'][0].numpy().tolist() == [1, 10, 3]
+    assert r['swapped'][1].numpy().tolist() == [10, 2, 10]
+
+
+@pytest.mark.parametrize('mode', MODES)
+@pytest.mark.parametrize('optimize', [True, False])
+def test_targets_changing_their_arguments_in_place_see_their_own(mode, optimize):
+    def f(k):
+        def target(x):
+            x += k                   # changes this target's argument object only
+            return x
+        return target
+
+    x = UInt32(1, 2, 3)
+    with pbc.scoped_set_flag(pbc.JitFlag.OptimizeCalls, optimize):
+        r = pbc.switch(UInt32(0, 1, 2), [f(10), f(100), f(1000)], x, mode=mode)
+        lit = pbc.switch(UInt32(0, 1, 2), [f(10), f(100), f(1000)], UInt32(5), mode=mode)
+    assert r.numpy().tolist() == [11, 102, 1003] and x.numpy().tolist() == [1, 2, 3]
+    assert lit.numpy().tolist() == [15, 105, 1005]
+
+
+@pytest.mark.parametrize('mode', MODES)
+def test_errors_in_targets_are_runtime_errors_with_the_cause(mode):
+    def bad(x):
+        raise KeyError('inside the target')
+
+    with pytest.raises(RuntimeError, match='KeyError') as e:
+        pbc.switch(UInt32(0, 1), [lambda x: x, bad], Float(1, 2), mode=mode)
+    assert isinstance(e.value.__cause__, KeyError)
+    assert pbc._runtime.mask_depth() == 0 and pbc._runtime.recording_depth() == 0
+
+
+def test_pointer_arrays_keep_their_instances_alive():
+    import gc
+
+    class Disk(pbc.Object):
+        pass
+
+    class Circle(Disk):
+        def __init__(self, r):
+            self.r = r
+
+        def eval(self, x):
+            return x * self.r
+
+    ptrs = Ptr[Disk]([Circle(2.0), None, Circle(-1.0)])       # temporaries
+    gc.collect()
+    assert ptrs.eval(Float(1, 2, 3)).numpy().tolist() == [2, 0, -3]
+    picked = pbc.gather(Ptr[Disk], ptrs, UInt32(2, 0))           # keeps them too
+    del ptrs
+    gc.collect()
+    assert picked.eval(Float(1, 2)).numpy().tolist() == [-1, 4]
+
+
+@pytest.mark.parametrize('mode', MODES)
+def test_method_calls_take_a_mask(mode):
+    ptrs = Ptr[Shape]([SHAPES[0], SHAPES[1], SHAPES[0]])
+    x = Float(1, 2, 3)
+    mask = Bool(True, True, False)
+    with pbc.scoped_set_flag(pbc.JitFlag.SymbolicCalls, mode == 'symbolic'):
+        a = ptrs.eval(x, active=mask)
+        b = ptrs.eval(x, mask)
+    want, _ = reference([SHAPES[0], SHAPES[1], SHAPES[0]], [1, 2, 3], [True, True, False])
+    for r in (a, b):
+        np.testing.assert_allclose(r[0].numpy(), want)

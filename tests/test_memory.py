@@ -37,7 +37,7 @@ def test_scatter_every_type(t):
     np.testing.assert_array_equal(x.numpy(), expected)
 
 
-REDUCTIONS = [(op, t) for op in ('Add', 'Min', 'Max') for t in INTS + FLOATS] + \
+REDUCTIONS = [(op, t) for op in ('Add', 'Mul', 'Min', 'Max') for t in INTS + FLOATS] + \
              [(op, t) for op in ('And', 'Or') for t in INTS + ('bool',)]
 
 
@@ -47,19 +47,21 @@ def test_scatter_reduce_contended(op, t):
     rng = np.random.default_rng(12)
     n, slots = 300_000, 7
     idx = rng.integers(0, slots, n).astype(np.uint32)
-    if t in FLOATS:
+    if op == 'Mul' and t in FLOATS:    # exact products in any order: powers of two in range
+        values = rng.choice(np.array([1, -1, 2, 0.5], t), n, p=[0.996, 0.002, 0.001, 0.001])
+    elif t in FLOATS:
         values = rng.integers(-8, 8, n).astype(t)          # exact sums in any order
     elif t == 'bool':
         values = rng.random(n) < 0.999
     else:
         values = rng.integers(0, 1000, n).astype(t)
-    init = {'Add': 0, 'Min': 10**6, 'Max': 0, 'And': -1, 'Or': 0}[op]
+    init = {'Add': 0, 'Mul': 1, 'Min': 10**6, 'Max': 0, 'And': -1, 'Or': 0}[op]
     dtype = np.dtype(t if t != 'bool' else np.bool_)
     start = np.full(slots, init if t != 'bool' else op == 'And').astype(dtype)
     target = flat(t, start)
     pbc.scatter_reduce(getattr(ReduceOp, op), target, flat(t, values), UInt32(idx))
-    ufunc = {'Add': np.add, 'Min': np.minimum, 'Max': np.maximum, 'And': np.bitwise_and,
-             'Or': np.bitwise_or}[op]
+    ufunc = {'Add': np.add, 'Mul': np.multiply, 'Min': np.minimum, 'Max': np.maximum,
+             'And': np.bitwise_and, 'Or': np.bitwise_or}[op]
     expected = start.copy()
     ufunc.at(expected, idx, values)
     np.testing.assert_array_equal(target.numpy(), expected)
@@ -229,3 +231,24 @@ def test_wide_indices_are_bounds_checked_not_wrapped():
     t = Float(0, 0, 0)
     pbc.scatter(t, 5.0, UInt64(2**32 + 1, 2))
     np.testing.assert_array_equal(t.numpy(), [0, 0, 5])
+
+
+def test_reduce_modes_and_ops():
+    # Every ReduceMode gives the same result (they are Dr.Jit's performance strategies).
+    for mode in pbc.ReduceMode:
+        t = pbc.zeros(UInt32, 2)
+        pbc.scatter_add(t, 1, UInt32(0, 0, 1), mode=mode)
+        pbc.scatter(t, 5, [1], mode=mode)                 # a Python list of indices
+        assert t.numpy().tolist() == [2, 5]
+        assert pbc.gather(UInt32, t, [1, 0], mode=mode).numpy().tolist() == [5, 2]
+    with pytest.raises(TypeError, match='ReduceMode'):
+        pbc.scatter_add(t, 1, UInt32(0), mode='fast')
+    with pytest.raises(ValueError, match='Identity'):
+        pbc.scatter_reduce(pbc.ReduceOp.Identity, t, 1, UInt32(0))
+    # pbc.reduce(op, ...) is the reduction named by a ReduceOp
+    x = Float(1.5, -2, 4)
+    assert pbc.reduce(pbc.ReduceOp.Mul, x)[0] == -12 and pbc.reduce(pbc.ReduceOp.Add, x)[0] == 3.5
+    assert pbc.reduce(pbc.ReduceOp.Min, x)[0] == -2 and pbc.reduce(pbc.ReduceOp.Max, x)[0] == 4
+    assert pbc.reduce(pbc.ReduceOp.Or, UInt32(1, 2, 8))[0] == 11
+    assert pbc.reduce(pbc.ReduceOp.And, UInt32(3, 7))[0] == 3
+    assert pbc.reduce(pbc.ReduceOp.Add, [1, 2, 3]) == 6

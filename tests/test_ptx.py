@@ -124,13 +124,17 @@ def op_cases(rng):
         holders = [Holder(data(t, rng, 5)), Holder(data(t, rng, 3))]
         ptrs = Ptr[Holder]([holders[k % 2] if k % 3 else None for k in range(N)])
         add(f'{t}_lane_ptr', lambda ptrs=ptrs, idx=idx, holders=holders: ptrs.get(idx))
-        reductions = {'b': ('none', 'and', 'or'), 'i': ('none', 'add', 'min', 'max', 'and', 'or'),
-                      'f': ('none', 'add', 'min', 'max')}[kind]
+        reductions = {'b': ('none', 'and', 'or'),
+                      'i': ('none', 'add', 'mul', 'min', 'max', 'and', 'or'),
+                      'f': ('none', 'add', 'mul', 'min', 'max')}[kind]
         for red in reductions:
             def scatter(t=t, a=a, idx=idx, m=m, red=red):
                 target = data(t, rng, 5)
-                op = getattr(pbc.ReduceOp, 'Identity' if red == 'none' else red.capitalize())
-                pbc.scatter_reduce(op, target, a, idx, m)
+                if red == 'none':
+                    pbc.scatter(target, a, idx, m)
+                else:
+                    pbc.scatter_reduce(getattr(pbc.ReduceOp, red.capitalize()), target, a,
+                                       idx, m)
                 return ()
             add(f'{t}_scatter_{red}', scatter)
     return cases
@@ -198,6 +202,13 @@ def test_tricky_ops_use_exact_constructs():
     assert 'atom.global.cas.b32' in text()
     pbc.scatter_add(target, a, i)
     assert 'red.global.add.f32' in text()
+    pbc.scatter_reduce(pbc.ReduceOp.Mul, target, a, i)
+    product = text()
+    assert 'mul.rn.f32' in product and 'atom.global.cas.b32' in product
+    counts = data('int64', rng, 5)
+    pbc.scatter_reduce(pbc.ReduceOp.Mul, counts, data('int64', rng), i)
+    product = text()
+    assert 'mul.lo.s64' in product and 'atom.global.cas.b64' in product
     flags = data('bool', rng, 5)
     pbc.scatter_reduce(pbc.ReduceOp.And, flags, data('bool', rng), i)
     bool_and = text()

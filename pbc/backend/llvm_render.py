@@ -9,7 +9,7 @@ Template lines that start with 'declare' are hoisted to the module.
 import re
 import struct
 
-from ..ops import ARITY, CALL_OPS, COMPARISONS, LOOP_OPS, TYPE_NAMES
+from ..ops import ARITY, CALL_OPS, COMPARISONS, LOOP_OPS, REDUCE_NAMES, TYPE_NAMES
 
 SCALAR = {'bool': 'i1', 'int32': 'i32', 'uint32': 'i32', 'int64': 'i64', 'uint64': 'i64',
           'float32': 'float', 'float64': 'double', 'ptr': 'ptr'}
@@ -117,7 +117,6 @@ ATOMIC = {('add', 'f'): 'fadd', ('add', 'i'): 'add', ('add', 'u'): 'add',
           ('max', 'f'): 'fmax', ('max', 'i'): 'max', ('max', 'u'): 'umax',
           ('and', 'i'): 'and', ('and', 'u'): 'and', ('and', 'b'): 'and',
           ('or', 'i'): 'or', ('or', 'u'): 'or', ('or', 'b'): 'or'}
-REDUCE = ('none', 'add', 'min', 'max', 'and', 'or')
 _NAME = re.compile(r'%[A-Za-z0-9_.]+')
 CODE_TABLE_KEYS = 1 << 16      # call keys below this: a table maps them to shared code
 
@@ -455,7 +454,7 @@ class _Renderer:
             b.append(f'  {r}.z = zext {self.masks} {value} to {V}')
             value = f'{r}.z'
         b.append(f'  {r}.p = getelementptr {m}, {base}, {self.vec("i64")} {r}.i')
-        reduce = REDUCE[ins.extra]
+        reduce = REDUCE_NAMES[ins.extra]
         if reduce == 'none':
             name = f'masked.scatter.v{self.W}{MANGLE[m]}.v{self.W}p0'
             self.decls[f'declare void @llvm.{name}({V}, {P}, i32, {self.masks})'] = None
@@ -463,11 +462,30 @@ class _Renderer:
                      f'{self.masks} {r}.m)')
             return
         # Atomic reduction: one atomicrmw per active lane, correct under any contention.
-        aop = ATOMIC[(reduce, KIND[vt])]
-        self._per_lane(r, f'{r}.m', [
-            f'  {r}.pj = extractelement {P} {r}.p, i32 {r}.j',
-            f'  {r}.vj = extractelement {V} {value}, i32 {r}.j',
-            f'  {r}.old = atomicrmw {aop} ptr {r}.pj, {m} {r}.vj monotonic'])
+        lane = [f'  {r}.pj = extractelement {P} {r}.p, i32 {r}.j',
+                f'  {r}.vj = extractelement {V} {value}, i32 {r}.j']
+        if reduce == 'mul':             # no atomicrmw for it: a compare-and-swap loop
+            lane += self._cas_multiply(r, m)
+        else:
+            lane.append(f'  {r}.old = atomicrmw {ATOMIC[(reduce, KIND[vt])]} ptr {r}.pj, '
+                        f'{m} {r}.vj monotonic')
+        self._per_lane(r, f'{r}.m', lane)
+
+    @staticmethod
+    def _cas_multiply(r, m):
+        """*p *= v for one lane ({r}.pj, {r}.vj) by compare-and-swap on the bits."""
+        i = {'float': 'i32', 'double': 'i64'}.get(m, m)
+        lbl = r[1:]
+        mul = (f'  {r}.of = bitcast {i} {r}.o to {m}\n  {r}.nf = fmul {m} {r}.of, {r}.vj\n'
+               f'  {r}.n = bitcast {m} {r}.nf to {i}') if m != i else \
+            f'  {r}.n = mul {i} {r}.o, {r}.vj'
+        return [f'  {r}.o0 = load atomic {i}, ptr {r}.pj monotonic, align {BYTES[i]}',
+                f'  br label %{lbl}.cas', f'{lbl}.cas:',
+                f'  {r}.o = phi {i} [ {r}.o0, %{lbl}.do ], [ {r}.seen, %{lbl}.cas ]', mul,
+                f'  {r}.pair = cmpxchg ptr {r}.pj, {i} {r}.o, {i} {r}.n monotonic monotonic',
+                f'  {r}.seen = extractvalue {{ {i}, i1 }} {r}.pair, 0',
+                f'  {r}.ok = extractvalue {{ {i}, i1 }} {r}.pair, 1',
+                f'  br i1 {r}.ok, label %{lbl}.swapped, label %{lbl}.cas', f'{lbl}.swapped:']
 
     def _per_lane(self, r, mask, lines):
         """Runs `lines` (which may use lane number {r}.j) for each lane set in `mask`."""

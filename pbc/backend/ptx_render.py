@@ -17,7 +17,7 @@ Entry ABI: kernel(.param .u64 params, .param .u64 size); params points to the ar
 
 import re
 
-from ..ops import ARITY, CALL_OPS, COMPARISONS, LOOP_OPS, TYPE_NAMES
+from ..ops import ARITY, CALL_OPS, COMPARISONS, LOOP_OPS, REDUCE_NAMES, TYPE_NAMES
 
 HEADER = '.version 7.0\n.target sm_80\n.address_size 64\n'
 # CUDA's device printf: a format string and a buffer of C-vararg-packed values.
@@ -191,7 +191,6 @@ SPECIAL = ('literal', 'counter', 'load', 'load1', 'ptr', 'lane_ptr', 'store', 'c
            'gather', 'scatter', 'print', *LOOP_OPS, *CALL_OPS)
 assert set(TEMPLATES) | set(SPECIAL) == set(ARITY), 'PTX renderer misses ops'
 
-REDUCE = ('none', 'add', 'min', 'max', 'and', 'or')
 # Native reductions (red.global: atomic, no result). Float add flushes subnormals on
 # global memory (a hardware property); float min/max use a CAS loop; Bool and/or are
 # plain byte stores of the one value that can change memory (idempotent, so atomic).
@@ -483,7 +482,7 @@ class _Renderer:
         m = MEMORY[vt]
         addr, mask = self._element(r, ptr_reg, index_reg, mask_reg, m)
         value = self.names[value_reg]
-        reduce = REDUCE[ins.extra]
+        reduce = REDUCE_NAMES[ins.extra]
         kind = KIND[vt]
         b = self.body
         if reduce == 'none':
@@ -497,8 +496,12 @@ class _Renderer:
             else:                        # only a true value changes memory: write 1
                 b += [f'  and.pred {r}_w, {value}, {mask};',
                       f'  @{r}_w st.global.u8 [{addr}], 1;']
-        elif kind == 'f' and reduce in ('min', 'max'):
-            f = dict(FIELDS[vt], r=r, L=f'$L{reg}', mask=mask, addr=addr, v=value, op=reduce)
+        elif (kind == 'f' and reduce in ('min', 'max')) or reduce == 'mul':
+            # no native atomic: a compare-and-swap loop ({op}.{f}: e.g. mul.rn.f32, mul.lo.s32)
+            op = {'mul': 'mul.rn' if kind == 'f' else 'mul.lo'}.get(reduce, reduce)
+            f = dict(FIELDS[vt], r=r, L=f'$L{reg}', mask=mask, addr=addr, v=value, op=op)
+            if kind != 'f':
+                f['f'] = f['s']
             self.emit(_CAS, f)
         elif (reduce, kind) in ATOMIC:
             op = ATOMIC[(reduce, kind)].format(**FIELDS[vt])

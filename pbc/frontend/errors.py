@@ -2,6 +2,8 @@
 
 import linecache
 
+from ..control import TraceError
+
 FUNCTIONAL_FORM = '''\
     def cond(i, x):
         return i < n
@@ -12,7 +14,16 @@ FUNCTIONAL_FORM = '''\
     i, x = pbc.while_loop((i, x), cond, body)'''
 
 
-class SyntaxError_(SyntaxError):
+class UnassignedError(TraceError, NameError):
+    """A variable that a JIT loop or branch needs on every lane is not assigned on every
+    path."""
+
+
+class UnassignedLocalError(TraceError, UnboundLocalError):
+    """The user's code read a variable that is not assigned (as Python would raise)."""
+
+
+class SyntaxError_(TraceError, SyntaxError):
     """A construct that @pbc.syntax cannot turn into a symbolic loop or conditional, or a
     malformed pbc.hint(). Raised while decorating, or, for statements left as plain Python,
     when their condition turns out to be a JIT value."""

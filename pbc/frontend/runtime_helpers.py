@@ -10,7 +10,7 @@ from .._runtime import ArrayBase
 from ..routines import select
 from ..vector import StaticArray
 from .aliases import Aliases
-from .errors import SyntaxError_
+from .errors import SyntaxError_, UnassignedError, UnassignedLocalError
 
 BREAK = '_pbc_brk_'          # loop state named so is a `break` flag (see lowering.py)
 
@@ -45,8 +45,8 @@ class Undefined:
         return f'<unassigned variable {self.name!r}>'
 
     def _fail(self, *args, **kwargs):
-        raise UnboundLocalError(f"cannot access local variable '{self.name}' where it is "
-                                'not associated with a value')
+        raise UnassignedLocalError(f"cannot access local variable '{self.name}' where it "
+                                   'is not associated with a value')
 
     __bool__ = __call__ = __getitem__ = __index__ = __int__ = __float__ = _fail
     __neg__ = __pos__ = __invert__ = __abs__ = _fail
@@ -64,7 +64,7 @@ def is_undefined(x):
 def _unassigned(names, what):
     file, line = _caller(3)
     listed = ', '.join(repr(n) for n in names)
-    return NameError(
+    return UnassignedError(
         f'{file}:{line}: {listed} {"is" if len(names) == 1 else "are"} not assigned on every '
         f'path before this {what}, which runs on JIT values (all lanes at once) and needs a '
         f'value for every lane: assign {"it" if len(names) == 1 else "them"} before the '
@@ -170,7 +170,7 @@ def if_stmt(args, cond, true_fn, false_fn, labels=(), **kwargs):
 
 def _unassigned_branch(names, where):
     file, line = where
-    return NameError(
+    return UnassignedError(
         f'{file}:{line}: {", ".join(repr(n) for n in names)} is assigned in only one branch '
         'of this if statement (and not before it), but used after it; with a JIT condition '
         'both branches run (masked), so it needs a value on both: assign it before the if '
