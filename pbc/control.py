@@ -139,10 +139,11 @@ def _check_initialized(tree, names, what):
 
 # ---- while_loop ------------------------------------------------------------------------------
 def while_loop(state, cond, body, labels=(), label=None, mode=None, max_iterations=None,
-               strict=True):
+               strict=True, compress=None):
     """Runs `state = body(*state)` while `cond(*state)` holds and returns the final state.
     See API.md, "Control flow". `max_iterations` is accepted for reverse-mode AD through
-    symbolic loops."""
+    symbolic loops. `compress=True` makes an evaluated loop run each iteration on just the
+    lanes still in the loop (a symbolic loop ignores it, as Dr.Jit's)."""
     state = tuple(state)
     c = _condition(call_user(cond, state, W, 'loop condition'), W)
     if not isinstance(c, ArrayBase):
@@ -156,8 +157,10 @@ def while_loop(state, cond, body, labels=(), label=None, mode=None, max_iteratio
     # evaluated there)
     if _mode(mode, JitFlag.SymbolicLoops, 'while_loop') == 'evaluated' and not (
             mode is None and _runtime.recording_depth()):
+        if compress:
+            return _compressed_loop(state, cond, body, names, c)
         return _evaluated_loop(state, cond, body, names, c)
-    return _symbolic_loop(state, cond, body, names)
+    return _symbolic_loop(state, cond, body, names, c)
 
 
 def _width(arrays, what, names):
@@ -172,14 +175,30 @@ def _width(arrays, what, names):
     return n
 
 
+def _path_of(state, names, k):
+    """The name of the k-th array of `state` (for error messages)."""
+    found = [p for i, s in enumerate(state)
+             for p, x in paths(s, names[i] if i < len(names) else f'state[{i}]')
+             if isinstance(x, ArrayBase)]
+    return found[k] if k < len(found) else f'array {k}'
+
+
 class _Retry(Exception):
     """Internal: record the loop again (invariant state found, or the width grew)."""
 
 
-def _symbolic_loop(state, cond, body, names):
+def _symbolic_loop(state, cond, body, names, c):
     arrays, build = flatten(state)
-    width = _width(arrays, 'while_loop', names)
     fixed = set()          # state arrays found loop-invariant: kept out of the loop
+    try:
+        width = _width(arrays, 'while_loop', names)
+    except SizeError:
+        # State of another width than the condition's can only be loop-invariant (a buffer
+        # the body reads, say): it starts out of the loop, and a body that changes it fails.
+        width = len(c)
+        fixed = {i for i, a in enumerate(arrays) if len(a) not in (1, width)}
+        if width == 1:
+            raise
     for _ in range(len(arrays) + 3):
         try:
             return _record(state, arrays, build, cond, body, names, width, fixed)
@@ -216,12 +235,14 @@ def _record(state, arrays, build, cond, body, names, width, fixed):
         new = _as_state(call_user(body, st, W, 'loop body'), len(state), 'while_loop')
         _check_same(state, new, names, 'while_loop')
         new_arrays, _ = flatten(new)
-        wide = [len(x) for x in new_arrays if len(x) not in (1, width)]
-        if wide and width == 1 and len(set(wide)) == 1:
-            raise _Retry(wide[0], fixed)
+        wide = [i for i, x in enumerate(new_arrays) if len(x) not in (1, width)
+                and not (i in fixed and x.index == arrays[i].index)]
+        if wide and width == 1 and len({len(new_arrays[i]) for i in wide}) == 1:
+            raise _Retry(len(new_arrays[wide[0]]), fixed)
         if wide:
-            raise SizeError(f'pbc.while_loop: the loop body changes the width of its state '
-                             f'from {width} to {wide[0]}')
+            raise SizeError(f"pbc.while_loop: state variable '{_path_of(state, names, wide[0])}'"
+                            f' has width {len(new_arrays[wide[0]])} after the loop body, the '
+                            f'loop {width}')
         effects = _runtime.loop_effect_width(start)
         if effects > width:
             if width != 1:
@@ -264,11 +285,16 @@ def _evaluated_loop(state, cond, body, names, c):
         raise RuntimeError('pbc.while_loop: an evaluated loop cannot run inside a symbolic '
                            "loop body; use mode='symbolic' for the inner loop")
     arrays, build = flatten(state)
-    width = _width(arrays + [c], 'while_loop', names)
+    width = len(c) if len(c) != 1 else _width(arrays, 'while_loop', names)
+    # (state of another width can only be loop-invariant, as in a symbolic loop)
+    odd = {i for i, a in enumerate(arrays) if len(a) not in (1, width)}
+    if width == 1 and odd:
+        _width(arrays, 'while_loop', names)                  # raises
     original = nodes(state)[0]
     mutated = [False] * len(original)
     changed = [False] * len(arrays)       # per array: whether some iteration changed it
-    state = build([_broadcast(a, width) for a in arrays])     # as wide as a symbolic loop's
+    state = build([a if i in odd else _broadcast(a, width)     # as wide as a symbolic loop's
+                   for i, a in enumerate(arrays)])
     Bool = type(c)
     outer = _runtime.mask_top(Bool)
     active = None
@@ -298,9 +324,61 @@ def _evaluated_loop(state, cond, body, names, c):
         new_arrays, build_new = flatten(new)
         changed = [ch or a.index != b.index
                    for ch, a, b in zip(changed, old_arrays, new_arrays)]
-        state = build_new([select(c, b, a) for a, b in zip(old_arrays, new_arrays)])
+        for i in odd:
+            if changed[i]:
+                raise SizeError(f"pbc.while_loop: state variable '{_path_of(state, names, i)}' "
+                                f'has width {len(old_arrays[i])}, the loop {width}')
+        state = build_new([a if a.index == b.index else select(c, b, a)
+                           for a, b in zip(old_arrays, new_arrays)])
         active = c
         c = _condition(call_user(cond, state, W, 'loop condition'), W)
+        if not isinstance(c, ArrayBase):
+            raise StateError('pbc.while_loop: the condition must stay a Bool array')
+
+
+_COMPRESSED = (' (with compress=True, each iteration runs on just the lanes still in the '
+               'loop: arrays as wide as the loop that it reads must be loop state, e.g. '
+               'pbc.hint(..., include=[n]))')
+
+
+def _compressed_loop(state, cond, body, names, c):
+    """An evaluated loop whose every iteration runs on just the lanes still in it: they are
+    gathered into smaller arrays (the lanes of an enclosing conditional count), and written
+    back into the full-width state as they change, so the work shrinks with the lanes."""
+    if _runtime.recording_depth():
+        raise RuntimeError('pbc.while_loop: an evaluated loop cannot run inside a symbolic '
+                           "loop body; use mode='symbolic' for the inner loop")
+    arrays, build = flatten(state)
+    width = _width(arrays + [c], 'while_loop', names)
+    original = nodes(state)[0]
+    mutated = [False] * len(original)
+    UInt32 = _runtime.class_for(c, 'uint32')
+    full = [_broadcast(a, width) for a in arrays]           # the results, lane by lane
+    lanes = _runtime.counter(UInt32, width) if width > 1 else UInt32(0)
+    outer = _runtime.mask_top(type(c))
+    if outer is not None:
+        c = c & outer
+    current = build([type(a)(a) for a in full])
+    while True:
+        _eval(c, current)
+        keep = _runtime.compress(c if len(c) > 1 else _broadcast(c, len(lanes)))
+        if len(keep) == 0:
+            return settle(state, full, original, mutated)
+        lanes = gather(UInt32, lanes, keep)
+        work = build([gather(type(a), a, keep) for a in flatten(current)[0]])
+        snap = Snapshot(work)
+        saved = _runtime.masks_take()        # every lane of `work` runs the body
+        try:
+            new = _as_state(call_user(body, work, W, 'loop body', size_hint=_COMPRESSED),
+                            len(state), 'while_loop')
+            _check_same(state, new, names, 'while_loop')
+            for a, b in zip(full, flatten(new)[0]):
+                _runtime.scatter(a, b, lanes)
+        finally:
+            _runtime.masks_restore(saved)
+        mutated = [a or b for a, b in zip(mutated, snap.same_path(new))]
+        current = new
+        c = _condition(call_user(cond, current, W, 'loop condition', size_hint=_COMPRESSED), W)
         if not isinstance(c, ArrayBase):
             raise StateError('pbc.while_loop: the condition must stay a Bool array')
 

@@ -279,12 +279,7 @@ def _call_method(name, mask_at, obj, *args, **kwargs):
 def run_target(fn, args, what, size_hint=''):
     """fn(*args[0], **args[1]); an exception it raises comes out as the cause of a
     RuntimeError (see pbc/errors.py). `size_hint` explains a size mismatch."""
-    try:
-        return call_user(fn, args[0], f'pbc: {what}', 'call target', args[1])
-    except RuntimeError as e:
-        if size_hint and 'incompatible sizes' in str(e):
-            raise RuntimeError(f'{e}{size_hint}') from e.__cause__
-        raise
+    return call_user(fn, args[0], f'pbc: {what}', 'call target', args[1], size_hint)
 
 
 def _enter(key, what):

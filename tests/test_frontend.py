@@ -906,3 +906,26 @@ def test_random_programs(program_dir, seed):
                 pbc.scoped_set_flag(pbc.JitFlag.SymbolicConditionals, symbolic):
             got = fn(Int32(xs), Int32(ys), Int32)
         assert lanes(got + 0 * Int32(xs)) == ref, f'symbolic={symbolic}\n{code}'
+
+
+def test_hint_include_of_a_nonlocal_or_read_only_variable():
+    # A buffer of another width than the loop's can be forced into the state: it is loop
+    # invariant (the body only reads it), so the loop keeps it out.
+    buffer = pbc.opaque(Float, 0.5, 100)
+    scale = Float(2)
+
+    def make():
+        buf = buffer
+
+        @syntax
+        def f(x):
+            nonlocal buf
+            while pbc.hint(x < 10, include=[buf, scale]):
+                x = x + pbc.gather(Float, buf, UInt32(0)) * scale
+            return x
+        return f
+
+    f = make()
+    assert f(Float(0, 9.5)).numpy().tolist() == [10, 10.5]
+    r = pbc.switch(UInt32(0, 1), [f, lambda x: x], x=Float(0.25, 3))
+    assert r.numpy().tolist() == [10.25, 3]

@@ -3,7 +3,7 @@
 import ast
 
 CTL = '__pbc_ctl__'       # the run-time helpers, a closure variable of rewritten functions
-PASSED = {'while': ('mode', 'max_iterations', 'label', 'strict'),
+PASSED = {'while': ('mode', 'max_iterations', 'label', 'strict', 'compress'),
           'if': ('mode', 'label', 'strict')}
 MODES = ('symbolic', 'evaluated', 'scalar')
 

@@ -68,9 +68,10 @@ class IfExps(ast.NodeTransformer):
 
 
 class Rewriter:
-    def __init__(self, fn, live, assigned, local, order, where):
+    def __init__(self, fn, live, assigned, local, order, where, declared=()):
         self.fn, self.live, self.assigned = fn, live, assigned
         self.local, self.order, self.where = local, order, where
+        self.declared = set(declared)    # the function's global/nonlocal names
         self.scopes = []            # parameters of each function being rewritten
 
     def function(self):
@@ -106,6 +107,11 @@ class Rewriter:
         out = {}
         for b in blocks:
             out.update(Names.of(b).written())
+            # a loop or branch inside assigns what its pbc.hint(include=[...]) adds
+            for node in (n for s in b for n in ast.walk(s)):
+                plan = getattr(node, '_pbc', None)
+                if plan:
+                    out.update(dict.fromkeys(self.included(plan['hint'])))
         return [v for v in out if v in self.local]
 
     def block(self, stmts):
@@ -139,11 +145,12 @@ class Rewriter:
             h.body = self.block(h.body)
         return s
 
-    def check_include(self, hint):
-        for v in hint.include:
-            if v not in self.local:
-                self.where.error(hint.node, f"pbc.hint(include=[{v}]): '{v}' is not a local "
-                                 'variable of the function')
+    def included(self, hint):
+        """The names pbc.hint(include=[...]) adds to the state: the function's local and
+        global/nonlocal variables. A variable it only reads from an enclosing scope cannot be
+        rebound by the statement, so its value is the same on every lane and iteration: it
+        is read where it is, as any other such variable."""
+        return [v for v in hint.include if v in self.local or v in self.declared]
 
     def call(self, fn, state, targets, at, hint, labels):
         kw = [ast.keyword('labels', ast.Tuple([ast.Constant(v) for v in labels], ast.Load()))]
@@ -154,9 +161,8 @@ class Rewriter:
 
     def while_(self, s, plan):
         n, hint, brk = plan['n'], plan['hint'], plan['brk']
-        self.check_include(hint)
         head = self.live.head[id(s)]
-        state = [v for v in self.written(s.body) if v in head] + hint.include
+        state = [v for v in self.written(s.body) if v in head] + self.included(hint)
         state = self.sort(v for v in state + ([brk] if brk else []) if v not in hint.exclude)
         before, after = self.guard(state, s)
         test = IfExps().visit(s.test)
@@ -169,13 +175,13 @@ class Rewriter:
 
     def if_(self, s, plan):
         n, hint = plan['n'], plan['hint']
-        self.check_include(hint)
+        include = self.included(hint)
         written = self.written(s.body, s.orelse)
         after = self.live.live_out[id(s)]
-        outputs = [v for v in written if v in after] + hint.include
+        outputs = [v for v in written if v in after] + include
         outputs = self.sort(v for v in outputs if v not in hint.exclude)
         entry = self.live.block_in(s.body, s) | self.live.block_in(s.orelse, s)
-        args = self.sort([v for v in written if v in entry] + hint.include)
+        args = self.sort([v for v in written if v in entry] + include)
         before, after = self.guard(args, s)
         true, false = (_def(f'_pbc_{kind}_{n}', args, self.scoped(args, block)
                             + [located(ast.Return(_tuple(outputs)), s)], s)

@@ -125,7 +125,8 @@ def process(fdef, fn, where, recursive, outer_locals=()):
     local, _ = function_locals(fdef)              # now with the generated names
     live = Liveness(fdef.body, escaping(fdef))
     assigned = Assigned(fdef.body, param_names(fdef))
-    Rewriter(fdef, live, assigned, local, first_use_order(fdef), where).function()
+    Rewriter(fdef, live, assigned, local, first_use_order(fdef), where,
+             set(declared)).function()
     ast.fix_missing_locations(fdef)
 
 
