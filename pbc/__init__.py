@@ -85,6 +85,8 @@ from .routines import (
                        width,
                        zeros,
 )
+from .tensor_index import slice_index
+from .tensor_shape import moveaxis, reshape, swapaxes, transpose
 from .traits import (
                        Dynamic,
                        JitBackend,
@@ -143,7 +145,6 @@ from .traits import (
                        uint_array_t,
                        value_t,
 )
-from .vector import transpose
 
 thread_count = _runtime.thread_count
 flush_malloc_cache = _runtime.flush_malloc_cache
