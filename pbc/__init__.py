@@ -41,6 +41,7 @@ from .routines import (
                        cumsum,
                        dot,
                        empty,
+                       empty_like,
                        floor,
                        fma,
                        fmax,
@@ -64,6 +65,7 @@ from .routines import (
                        norm,
                        normalize,
                        ones,
+                       ones_like,
                        opaque,
                        pi,
                        popcnt,
@@ -84,6 +86,7 @@ from .routines import (
                        tzcnt,
                        width,
                        zeros,
+                       zeros_like,
 )
 from .tensor_index import slice_index
 from .tensor_shape import moveaxis, reshape, swapaxes, transpose
