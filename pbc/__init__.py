@@ -43,6 +43,7 @@ from .routines import (
                        cumsum,
                        dot,
                        empty,
+                       empty_like,
                        floor,
                        fma,
                        fmax,
@@ -66,6 +67,7 @@ from .routines import (
                        norm,
                        normalize,
                        ones,
+                       ones_like,
                        opaque,
                        pi,
                        popcnt,
@@ -86,7 +88,10 @@ from .routines import (
                        tzcnt,
                        width,
                        zeros,
+                       zeros_like,
 )
+from .tensor_index import slice_index
+from .tensor_shape import moveaxis, reshape, swapaxes, transpose
 from .traits import (
                        Dynamic,
                        JitBackend,
@@ -145,7 +150,6 @@ from .traits import (
                        uint_array_t,
                        value_t,
 )
-from .vector import transpose
 
 thread_count = _runtime.thread_count
 flush_malloc_cache = _runtime.flush_malloc_cache

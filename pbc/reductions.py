@@ -7,7 +7,8 @@ axes (component, lane), a Matrix3f (row, column, lane), a flat array just (lane)
 and pbc.sum(Float) adds the lanes (a width-1 Float); `axis=-1` reduces the lanes of every
 component (an Array3f of width 1); `axis=None` reduces everything. Python numbers reduce to
 themselves, Python sequences fold with the operator into a Python value. Tensors follow
-NumPy (pbc/tensor.py). `min`/`max` ignore NaNs (as Dr.Jit's reductions do).
+NumPy (pbc/tensor.py), and their default axis (`axis=...`) is None, all of them, as in
+Dr.Jit. `min`/`max` ignore NaNs (as Dr.Jit's reductions do).
 """
 
 import builtins
@@ -84,8 +85,10 @@ def _reduce_all(name, x):
     return _lanes(name, x) if isinstance(x, ArrayBase) else x
 
 
-def reduce(name, x, axis=0, keepdims=False, mode=None):
+def reduce(name, x, axis=..., keepdims=False, mode=None):
     """The reduction `name` of x over `axis` (see the module's docstring)."""
+    if axis is Ellipsis:
+        axis = None if isinstance(x, Tensor) else 0
     if mode not in MODES:
         raise ValueError(f"pbc.{name}(): mode must be 'symbolic' or 'evaluated', not {mode!r}")
     if isinstance(x, Tensor):
@@ -132,7 +135,7 @@ def reduce_op(op, value, axis=0, mode=None, keepdims=False):
 
 
 def _reduction(name, doc):
-    def fn(value, axis=0, keepdims=False, mode=None):
+    def fn(value, axis=..., keepdims=False, mode=None):
         return reduce(name, value, axis, keepdims, mode)
     fn.__name__, fn.__qualname__, fn.__doc__ = name, name, doc
     return fn
@@ -146,13 +149,13 @@ all = _reduction('all', 'Whether every entry along `axis` is True.')            
 any = _reduction('any', 'Whether some entry along `axis` is True.')              # noqa: A001
 
 
-def none(value, axis=0, keepdims=False, mode=None):
+def none(value, axis=..., keepdims=False, mode=None):
     """Whether no entry along `axis` is True."""
     r = any(value, axis, keepdims, mode)
     return not r if isinstance(r, (bool, np.bool_)) else ~r
 
 
-def count(value, axis=0, keepdims=False, mode=None):
+def count(value, axis=..., keepdims=False, mode=None):
     """The number of True entries along `axis` (UInt32)."""
     if isinstance(value, (bool, np.bool_)):
         return int(value)
@@ -172,13 +175,14 @@ def _as_uint32(x):
     return _rebuild(x, [_as_uint32(p) for p in x._pbc_children()])
 
 
-def mean(value, axis=0, keepdims=False, mode=None):
+def mean(value, axis=..., keepdims=False, mode=None):
     """The mean along `axis` (floating point)."""
     if isinstance(value, (list, tuple)):
         return sum(value, axis) / builtins.max(len(value), 1)
     if isinstance(value, Tensor):
         from .tensor import reduce as reduce_tensor
         return reduce_tensor('mean', value, axis, keepdims)
+    axis = 0 if axis is Ellipsis else axis
     if isinstance(value, ArrayBase) and not value.Type.startswith('float'):
         value = _runtime.class_for(value, 'float32')(value)
     if not (isinstance(value, ArrayBase) or _static(value)):

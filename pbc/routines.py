@@ -91,8 +91,29 @@ def _flat(T):
     return T.Value if isinstance(T, type) and issubclass(T, StaticArray) else T
 
 
-def full(T, value, n=1):
-    """An array of type T with n lanes equal to value (a literal: no memory until needed)."""
+def _is_tensor_type(T):
+    return isinstance(T, type) and issubclass(T, Tensor)
+
+
+def _width_of(T, shape):
+    """The lane count that `shape` (an int, or a tuple as pbc.shape() gives: static sizes,
+    then lanes) asks of non-tensor type T."""
+    if isinstance(shape, (tuple, list)):
+        return shape[-1] if shape else 1
+    return shape
+
+
+def _tensor_shape(shape):
+    return tuple(shape) if isinstance(shape, (tuple, list)) else (shape,)
+
+
+def full(T, value, shape=1):
+    """An array of type T with `shape` lanes (or a tensor of that shape: an int or a tuple)
+    equal to value (a literal: no memory until needed)."""
+    if _is_tensor_type(T):
+        shape = _tensor_shape(shape)
+        return T._new(_runtime.literal(T.Array, value, int(np.prod(shape))), shape)
+    n = _width_of(T, shape)
     if isinstance(T, type) and issubclass(T, StaticArray):
         return T._from([full(T.Value, value, n) for _ in range(T.Size)])
     if isinstance(T, type) and issubclass(T, Matrix):
@@ -100,22 +121,42 @@ def full(T, value, n=1):
     return _runtime.literal(T, value, n)
 
 
-def zeros(T, n=1):
-    return full(T, 0, n)
+def zeros(T, shape=1):
+    return full(T, 0, shape)
 
 
-def ones(T, n=1):
-    return full(T, 1, n)
+def ones(T, shape=1):
+    return full(T, 1, shape)
 
 
-def empty(T, n=1):
+def empty(T, shape=1):
     """Uninitialized memory in Dr.Jit; here zeros, which costs nothing until evaluated."""
-    return zeros(T, n)
+    return zeros(T, shape)
 
 
-def opaque(T, value, n=1):
+def zeros_like(x):
+    """Zeros of x's type and shape."""
+    return zeros(type(x), _shape_of(x))
+
+
+def ones_like(x):
+    """Ones of x's type and shape."""
+    return ones(type(x), _shape_of(x))
+
+
+def empty_like(x):
+    """An array of x's type and shape (zeros here, see empty)."""
+    return empty(type(x), _shape_of(x))
+
+
+def _shape_of(x):
+    from .traits import shape
+    return shape(x)
+
+
+def opaque(T, value, shape=1):
     """An array whose value lives in memory, so changing it does not recompile kernels."""
-    out = full(T, value, n)
+    out = full(T, value, shape)
     make_opaque(out)
     return out
 
@@ -128,6 +169,10 @@ def make_opaque(*args):
 
 
 def arange(T, start, stop=None, step=1):
+    """start, start + step, ... up to stop (excluded); a 1-D tensor for a tensor type T."""
+    if _is_tensor_type(T):
+        r = arange(T.Array, start, stop, step)
+        return T._new(r, (len(r),))
     if stop is None:
         start, stop = 0, start
     n = builtins.max(0, -(-(stop - start) // step))
@@ -138,7 +183,10 @@ def arange(T, start, stop=None, step=1):
 
 
 def linspace(T, start, stop, num, endpoint=True):
-    """num evenly spaced values over [start, stop] (or [start, stop) without endpoint)."""
+    """num evenly spaced values over [start, stop] (or [start, stop) without endpoint); a
+    1-D tensor for a tensor type T."""
+    if _is_tensor_type(T):
+        return T._new(linspace(T.Array, start, stop, num, endpoint), (num,))
     idx = T(_runtime.counter(T, num))
     div = (num - 1) if endpoint else num
     step = (stop - start) / div if div > 0 else 0.0

@@ -130,11 +130,12 @@ def test_tensors():
     total = pbc.sum(t, axis=None)
     assert type(total) is TensorXf and total.shape == () and total.numpy() == 66
     assert pbc.max(t, axis=None).numpy() == 11 and pbc.mean(t, axis=None).numpy() == 5.5
-    # the default axis is 0, as in Dr.Jit (and NumPy's semantics for an axis)
-    np.testing.assert_array_equal(pbc.sum(t).numpy(), data.sum(axis=0))
+    # a tensor's default axis is None (all of them), as in Dr.Jit and NumPy
+    assert pbc.sum(t).shape == () and pbc.sum(t).item() == 66
+    np.testing.assert_array_equal(pbc.sum(t, axis=0).numpy(), data.sum(axis=0))
     np.testing.assert_array_equal(pbc.mean(t, axis=1).numpy(), data.mean(axis=1))
     assert TensorXu(np.ones((2, 2), dtype=np.uint32)).numpy().dtype == np.uint32
-    with pytest.raises(ValueError, match='does not match'):
+    with pytest.raises(TypeError, match='wrong number of entries'):
         TensorXf(pbc.arange(Float, 5), shape=(2, 3))
 
 
