@@ -3,6 +3,7 @@ parallel numeric work. See README.md and docs/."""
 
 from . import (
                        _runtime,
+                       detail,
                        llvm,  # noqa: F401  (registers the CPU backend's array types)
 )
 from .checks import (

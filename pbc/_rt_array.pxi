@@ -5,6 +5,11 @@ import numpy as np
 
 NUMPY_DTYPES = (None, np.bool_, np.int32, np.uint32, np.int64, np.uint64, np.float32, np.float64)
 cdef list CLASSES = [None] * 32       # (backend * 16 + type) -> Python class
+
+
+class WidthError(ValueError, RuntimeError):
+    """An array of the wrong width for the operation (a ValueError, and the RuntimeError
+    Dr.Jit raises for it)."""
 cdef object repr_hook = None
 cdef object power_hook = None
 
@@ -306,7 +311,7 @@ cdef class ArrayBase:
         if self._vt != T_BOOL:
             raise TypeError('pbc: bool() is defined only for Bool arrays of width 1')
         if n != 1:
-            raise ValueError(f'pbc: bool() of a Bool array with {n} lanes is ambiguous; '
+            raise WidthError(f'pbc: bool() of a Bool array with {n} lanes is ambiguous; '
                              'use pbc.all(), pbc.any() or pbc.none()')
         return bool(self[0])
 
@@ -349,7 +354,7 @@ cdef class ArrayBase:
         """The one value of a width-1 array, as a Python number."""
         cdef uint32_t n = vars[self._index].size
         if n != 1:
-            raise ValueError(f'pbc: item() needs an array of width 1, not {n}')
+            raise WidthError(f'pbc: item() needs an array of width 1, not {n}')
         return self[0]
 
     # ---- conversion ----

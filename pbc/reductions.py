@@ -110,6 +110,13 @@ def reduce(name, x, axis=..., keepdims=False, mode=None):
     if axis is None:
         return _reduce_all(name, x)
     depth = _depth(x)
+    if isinstance(axis, (tuple, list)):            # several axes: the innermost first
+        axes = sorted({a + depth if a < 0 else a for a in axis}, reverse=True)
+        if len(axes) == depth:
+            return _reduce_all(name, x)
+        for a in axes:
+            x = reduce(name, x, a, keepdims, mode)
+        return x
     a = axis + depth if axis < 0 else axis
     if not 0 <= a < depth:
         raise RuntimeError(f'pbc.{name}(): out-of-bounds axis {axis} for an array with '

@@ -393,12 +393,24 @@ def reinterpret_array(T, x):
 
 # ---- vector algebra -----------------------------------------------------------------------
 def dot(a, b):
-    if not isinstance(a, StaticArray):
-        return a * b
-    acc = a[0] * b[0]
-    for i in range(1, a.Size):
-        acc = fma(a[i], b[i], acc)
-    return acc
+    """The dot product: over the components of static vectors (per lane), over the lanes
+    of flat arrays (a width-1 array, as Dr.Jit), over the entries of Python sequences."""
+    vec = a if isinstance(a, StaticArray) else b if isinstance(b, StaticArray) else None
+    if vec is not None:
+        from .vector import _components
+        pa, pb = _components(a, vec.Size), _components(b, vec.Size)
+        acc = pa[0] * pb[0]
+        for x, y in zip(pa[1:], pb[1:]):
+            acc = fma(x, y, acc)
+        return acc
+    if isinstance(a, ArrayBase) or isinstance(b, ArrayBase):
+        from .reductions import sum as _sum
+        return _sum(a * b)
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        if len(a) != len(b):
+            raise ValueError(f'pbc.dot(): sequences of lengths {len(a)} and {len(b)}')
+        return builtins.sum(x * y for x, y in zip(a, b))
+    return a * b
 
 
 def squared_norm(v):

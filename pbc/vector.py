@@ -49,6 +49,13 @@ class StaticArray:
             items = [V() for _ in range(n)]
         elif len(args) == 1:
             a = args[0]
+            if hasattr(a, 'array') and hasattr(a, 'shape'):         # a tensor: (Size, N)
+                from .tensor_shape import transpose
+                a = transpose(a) if flip_axes else a
+                if len(a.shape) not in (1, 2) or a.shape[0] != n:
+                    raise ValueError(f'pbc: {type(self).__name__} needs a tensor of shape '
+                                     f'({n},) or ({n}, N), got {a.shape}')
+                a = [a[k].array for k in range(n)]
             if isinstance(a, np.ndarray) and flip_axes:
                 a = a.T               # (N, Size) data, as Dr.Jit's flip_axes
             if isinstance(a, StaticArray):
@@ -357,6 +364,8 @@ class Matrix:
     @property
     def T(self):
         return transpose(self)
+
+    mT = T          # (the transpose of the last two axes: the matrix's)
 
     def numpy(self):
         """Shape (Size, Size, N)."""

@@ -252,3 +252,27 @@ def test_reduce_modes_and_ops():
     assert pbc.reduce(pbc.ReduceOp.Or, UInt32(1, 2, 8))[0] == 11
     assert pbc.reduce(pbc.ReduceOp.And, UInt32(3, 7))[0] == 3
     assert pbc.reduce(pbc.ReduceOp.Add, [1, 2, 3]) == 6
+
+
+def test_detail_reduction_helpers():
+    from pbc.llvm import Array3f, Float64, Int32
+    D = pbc.detail
+    for T in (Float, Float64, Int32, UInt32):
+        for op in (pbc.ReduceOp.Add, pbc.ReduceOp.Mul, pbc.ReduceOp.Min, pbc.ReduceOp.Max):
+            assert D.can_scatter_reduce(T, op)
+            # the identity leaves any value alone
+            x = T(np.array([3, 250, 7], dtype=T.Type))
+            ident = D.reduce_identity(T, op)
+            t = pbc.full(T, ident[0], 3)
+            pbc.scatter_reduce(op, t, x, UInt32(0, 1, 2))
+            assert t.numpy().tolist() == x.numpy().tolist()
+    assert D.can_scatter_reduce(Bool, pbc.ReduceOp.Or) and not D.can_scatter_reduce(
+        Float, pbc.ReduceOp.And) and not D.can_scatter_reduce(Array3f, pbc.ReduceOp.Identity)
+    assert D.reduce_identity(UInt32, pbc.ReduceOp.And)[0] == 2**32 - 1
+    assert D.reduce_identity(Int32, pbc.ReduceOp.Min)[0] == 2**31 - 1
+    assert len(D.llvm_version()) == 3 and D.llvm_version()[0] >= 14
+    D.check_compatibility({'a': (Float(1), 2)}, {'a': (Float(5), 2)}, True, 'result')
+    with pytest.raises(RuntimeError, match="inconsistent dictionary keys for field 'result'"):
+        D.check_compatibility({'a': Float(1)}, {'b': Float(1)}, True, 'result')
+    with pytest.raises(RuntimeError, match='inconsistent types'):
+        D.check_compatibility((Float(1),), (UInt32(1),), True, 'result')
