@@ -337,7 +337,7 @@ class Gen:
         c = f'c{self.loops}'
         self.loops += 1
         inner = counters + (c,)
-        cinit = self.pick(('literal', 'array'))
+        cinit = self.pick(('literal', 'arange1', 'array'))
         bk = self.int(0, 3)
         if bk == 0:
             bound = ('var', U, self.pick(('n0', 'n1')))
@@ -351,7 +351,7 @@ class Gen:
             self.loops_in_branch += 1
         body = self.block(depth + 1, loop_depth + 1, inner, 1, 4)
         self.loops_in_branch = saved
-        if AVOID_NARROW_LOOP and cinit == 'literal' and bound[0] != 'var' and scatters(body):
+        if AVOID_NARROW_LOOP and cinit != 'array' and bound[0] != 'var' and scatters(body):
             cinit = 'array'
         return ('while', c, cinit, bound, extra, body, self.state(written(body)), mode)
 
@@ -507,8 +507,9 @@ class Emitter:
             self.block(body, ind + 1, in_sym or symbolic)
             self.counters.pop()
             self.emit(ind + 1, f'return ({", ".join((c + " + 1",) + state)},)')
-            init = 'UInt32(0)' if cinit == 'literal' else \
-                '(k & 0)' if self.in_call else f'pbc.zeros(UInt32, {self.n})'
+            # (a width-1 arange is a value, 0, like the literal)
+            init = {'literal': 'UInt32(0)', 'arange1': 'pbc.arange(UInt32, 1)'}.get(cinit) or (
+                '(k & 0)' if self.in_call else f'pbc.zeros(UInt32, {self.n})')
             lhs = ', '.join(('_',) + state)
             self.emit(ind, f'{lhs}, = pbc.while_loop(({", ".join((init,) + state)},), '
                            f'lambda {params}: {cond}, body_{u}, mode={mode!r})')
