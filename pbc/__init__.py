@@ -51,6 +51,7 @@ from .routines import (
                        fmin,
                        full,
                        gather,
+                       identity,
                        inf,
                        isfinite,
                        isinf,

@@ -131,6 +131,10 @@ cdef void grow_arena() except *:
     vars = p
     vars_cap = new_cap
 
+# The arena exists from the start: slot 0, the variable of empty arrays, reads as an empty
+# literal (size 0) wherever an array's variable is looked at.
+grow_arena()
+
 # ---- memory ------------------------------------------------------------------------------
 cdef extern from "sys/mman.h" nogil:
     int madvise(void* addr, size_t length, int advice)

@@ -121,6 +121,15 @@ def full(T, value, shape=1):
     return _runtime.literal(T, value, n)
 
 
+def identity(T, size=1):
+    """The identity matrix of type T, `size` lanes wide (a 1 for other types)."""
+    if isinstance(T, type) and issubclass(T, Matrix):
+        n = T.Size
+        return T._from([T.Row._from([full(T.Row.Value, 1.0 if i == j else 0.0, size)
+                                      for j in range(n)]) for i in range(n)])
+    return full(T, 1, size)
+
+
 def zeros(T, shape=1):
     return full(T, 0, shape)
 

@@ -246,7 +246,7 @@ class Matrix:
     def __init__(self, *args):
         n, R = self.Size, self.Row
         if len(args) == 0:
-            rows = [R(*[1.0 if i == j else 0.0 for j in range(n)]) for i in range(n)]
+            rows = [R() for _ in range(n)]      # empty entries, as Dr.Jit (pbc.identity: I)
         elif len(args) == 1 and isinstance(args[0], Matrix):
             rows = [R(r) for r in args[0]._rows]
         elif len(args) == 1 and isinstance(args[0], (int, float, ArrayBase)):

@@ -114,7 +114,8 @@ def test_matrices():
     np.testing.assert_allclose((ma * mb).numpy()[..., 0], A @ B, rtol=1e-6)
     v = Array3f(1, 2, 3)
     np.testing.assert_allclose((ma @ v).numpy()[:, 0], A @ [1, 2, 3], rtol=1e-6)
-    np.testing.assert_array_equal(Matrix3f().numpy()[..., 0], np.eye(3))
+    np.testing.assert_array_equal(pbc.identity(Matrix3f).numpy()[..., 0], np.eye(3))
+    assert str(Matrix3f()) == '[]'          # empty entries, as in Dr.Jit
     np.testing.assert_array_equal(pbc.transpose(ma).numpy()[..., 0], A.T)
 
 

@@ -108,7 +108,7 @@ def test_allclose_vectors_and_matrices():
     # Matrices compare entry by entry (a number applies to every entry)
     m = Matrix2f(1, 2, 3, 4)
     assert pbc.allclose(m, [[1, 2], [3, 4]]) and pbc.allclose(m, np.array([[1, 2], [3, 4]]))
-    assert not pbc.allclose(m, np.eye(2)) and pbc.allclose(Matrix2f(), np.eye(2))
+    assert not pbc.allclose(m, np.eye(2)) and pbc.allclose(pbc.identity(Matrix2f), np.eye(2))
     assert pbc.allclose(Matrix2f(5, 5, 5, 5), 5) and not pbc.allclose(Matrix2f(5.0), 5)
 
 

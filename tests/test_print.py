@@ -91,7 +91,7 @@ def test_ragged_vector():
 
 def test_matrices():
     assert str(Matrix2f(1, 2, 3, 4)) == '[[[1, 2],\n  [3, 4]]]'
-    assert str(Matrix3f()) == '[[[1, 0, 0],\n  [0, 1, 0],\n  [0, 0, 1]]]'
+    assert str(pbc.identity(Matrix3f)) == '[[[1, 0, 0],\n  [0, 1, 0],\n  [0, 0, 1]]]'
     m = Matrix4f(*range(16))
     assert str(m) == ('[[[0, 1, 2, 3],\n  [4, 5, 6, 7],\n  [8, 9, 10, 11],\n'
                       '  [12, 13, 14, 15]]]')

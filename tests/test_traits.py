@@ -179,14 +179,15 @@ def test_matrix(M):
         # (comparisons of matrices give Array33b); Dr.Jit's other answers are nested
         # arrays (Array33f) and Matrix3f64
         mask = getattr(pbc.llvm, f'Array{n}{n}b')
-        assert pbc.mask_t(x) is mask and type(M() == M()) is mask
+        assert pbc.mask_t(x) is mask and type(pbc.identity(M) == pbc.identity(M)) is mask
         assert pbc.value_t(mask) is vector_type(n, Bool) and pbc.depth_v(mask) == 3
         assert pbc.is_mask_v(mask) and pbc.size_v(mask) == n
         with pytest.raises(TypeError, match=f'no Array{n}{n}f type'):
             pbc.array_t(x)
         with pytest.raises(TypeError, match=f'no Matrix{n}f64 type'):
             pbc.float64_array_t(x)
-    assert pbc.shape(M()) == M().shape == (n, n, 1)
+    assert pbc.shape(pbc.identity(M)) == pbc.identity(M).shape == (n, n, 1)
+    assert pbc.shape(M()) == (n, n, 0)
     assert pbc.replace_shape_t(Float, (n, n, -1), 'matrix') is M
     assert pbc.replace_shape_t(vector_type(n, Float), (n, -1), 'matrix') is M
 
@@ -389,7 +390,7 @@ def test_missing_types_are_named():
     ([[1, 2], [3, 4, 5]], None), (np.zeros((2, 5)), (2, 5)),
     (Float(1, 2, 3), (3,)), (Float(), (0,)), (Array3f(1, 2, 3), (3, 1)),
     (Array3f(Float(1, 2), 0, Float(3, 4)), (3, 2)), (Array3f(), (3, 0)),
-    (Array3f(Float(1, 2), Float(1, 2, 3), 0), None), (Matrix2f(), (2, 2, 1)),
+    (Array3f(Float(1, 2), Float(1, 2, 3), 0), None), (pbc.identity(Matrix2f), (2, 2, 1)),
     (Matrix2f(Float(1, 2), 0, 0, Float(1, 1)), (2, 2, 2)),
     (TensorXf(np.zeros((4, 1, 2))), (4, 1, 2)),
     ([Float(1, 2, 3), Float(4, 5, 6)], (2, 3)), ([Float(1, 2, 3), 7], None),
