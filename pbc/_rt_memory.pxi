@@ -81,15 +81,54 @@ cdef uint32_t copy_var(uint32_t i) except 0:
     memcpy(p, v.data, <size_t> v.size * TYPE_SIZE[v.vtype])
     return var_data(v.vtype, v.size, p, v.backend)
 
+# The state of the loops and conditionals running now, as it was when they began: variable
+# -> [its reference count then, the stash it belongs to, the caller's array and the copies
+# of it that the bodies work on]. The copies add references. A scatter into an array that
+# only the caller's array held then writes the caller's buffer (as in Dr.Jit), rather than
+# a copy of it: scatters are side effects, not state. (A literal gets a buffer: the caller's
+# array and its copies all take it.)
+cdef dict stashed_refs = {}
+cdef uint64_t stash_count = 0
+
+def stash_refs(list arrays):
+    """Records the state `arrays` (see stashed_refs); returns the stash, for unstash_refs."""
+    global stash_count
+    stash_count += 1
+    cdef uint32_t i
+    for a in arrays:
+        i = (<ArrayBase> a)._index
+        if i and i not in stashed_refs:
+            stashed_refs[i] = [vars[i].ref_ext + vars[i].ref_int, stash_count, a]
+    return stash_count
+
+def stash_copy(ArrayBase original, ArrayBase copy):
+    """`copy` (of the same variable) stands for `original` in a body (see stashed_refs)."""
+    entry = stashed_refs.get(original._index) if stashed_refs else None
+    if entry is not None and any(x is original for x in entry[2:]):
+        entry.append(copy)
+
+def unstash_refs(uint64_t stash):
+    for i in [i for i, entry in stashed_refs.items() if entry[1] == stash]:
+        del stashed_refs[i]
+
 cdef void own_target(ArrayBase target) except *:
     """Gives `target` a buffer that no other array or pending read shares (copy-on-write)."""
     cdef uint32_t t = target._index, fresh = 0
+    sole = stashed_refs.get(t) if stashed_refs else None
+    if sole is not None and sole[0] != 1:
+        sole = None                  # others held it before: they must not see the write
     if vars[t].op == OP_LITERAL:
         fresh = materialize(t)
+        if sole is not None:         # the caller's array and its copies take the buffer
+            for x in sole[2:]:
+                if x is not target and (<ArrayBase> x)._index == t:
+                    (<ArrayBase> x)._set_index(fresh)
+            del stashed_refs[t]
+            stashed_refs[fresh] = sole
     else:
         if vars[t].op != OP_DATA:
             eval_var(t)
-        if vars[t].ref_ext + vars[t].ref_int > 1:
+        if vars[t].ref_ext + vars[t].ref_int > 1 and sole is None:
             if vars[t].flags & F_DIRTY:
                 eval_var(t)          # queued writes must land before the copy is taken
             fresh = copy_var(t)

@@ -155,12 +155,17 @@ def while_loop(state, cond, body, labels=(), label=None, mode=None, max_iteratio
     _check_initialized(state, names, W)
     # (left to the flag, a loop inside a symbolic loop or call is symbolic: it cannot be
     # evaluated there)
-    if _mode(mode, JitFlag.SymbolicLoops, 'while_loop') == 'evaluated' and not (
-            mode is None and _runtime.recording_depth()):
+    evaluated = _mode(mode, JitFlag.SymbolicLoops, 'while_loop') == 'evaluated' and not (
+        mode is None and _runtime.recording_depth())
+    stash = _runtime.stash_refs(flatten(state)[0])
+    try:
+        if not evaluated:
+            return _symbolic_loop(state, cond, body, names, c)
         if compress:
             return _compressed_loop(state, cond, body, names, c)
         return _evaluated_loop(state, cond, body, names, c)
-    return _symbolic_loop(state, cond, body, names, c)
+    finally:
+        _runtime.unstash_refs(stash)
 
 
 def _width(arrays, what, names):
@@ -402,17 +407,21 @@ def if_stmt(args, cond, true_fn, false_fn, arg_labels=(), rv_labels=(), label=No
     if evaluated:
         _eval(cond)
     result, snaps = [], []
-    for mask, fn, role in ((cond, true_fn, 'true_fn'), (~cond, false_fn, 'false_fn')):
-        # Each branch gets a working copy: its in-place changes do not leak into the other.
-        work = working_copy(args)
-        snaps.append(Snapshot(work))
-        _runtime.mask_push(mask)
-        _symbolic_branches += not evaluated
-        try:
-            result.append(call_user(fn, work, 'pbc.if_stmt()', role))
-        finally:
-            _symbolic_branches -= not evaluated
-            _runtime.mask_pop()
+    stash = _runtime.stash_refs(flatten(args)[0])
+    try:
+        for mask, fn, role in ((cond, true_fn, 'true_fn'), (~cond, false_fn, 'false_fn')):
+            # Each branch gets a working copy: its in-place changes do not leak into the other.
+            work = working_copy(args)
+            snaps.append(Snapshot(work))
+            _runtime.mask_push(mask)
+            _symbolic_branches += not evaluated
+            try:
+                result.append(call_user(fn, work, 'pbc.if_stmt()', role))
+            finally:
+                _symbolic_branches -= not evaluated
+                _runtime.mask_pop()
+    finally:
+        _runtime.unstash_refs(stash)
     t, f = result
     if isinstance(t, tuple) and isinstance(f, tuple) and len(t) == len(f) and labels:
         names = _names(t, tuple(labels))
@@ -448,6 +457,9 @@ def _find_homes(m, a, b, snaps, original, homes, mutated):
 def _merge(cond, t, f, path):
     """Lane by lane: t where cond holds, f elsewhere (same structure required)."""
     scalar = (bool, int, float)
+    if isinstance(t, ArrayBase) and isinstance(f, ArrayBase) and t.index == f.index \
+            and t.index and type(t) is type(f):
+        return t                    # the same value on both sides (of its own width)
     if isinstance(t, ArrayBase) or isinstance(f, ArrayBase):
         for x in (t, f):
             if isinstance(x, ArrayBase) and x.index == 0:

@@ -16,7 +16,7 @@ Nodes are the arrays and containers of a state tree, listed in pre-order, which 
 order for trees of the same structure.
 """
 
-from ._runtime import ArrayBase
+from ._runtime import ArrayBase, stash_copy
 from .tree import assign, children, rebuild
 
 
@@ -42,7 +42,11 @@ def nodes(tree):
 def working_copy(tree):
     """A copy of tree for a body: new containers and new array objects, same variables."""
     if isinstance(tree, ArrayBase):
-        return type(tree)(tree) if tree.index else type(tree)()
+        if not tree.index:
+            return type(tree)()
+        copy = type(tree)(tree)
+        stash_copy(tree, copy)          # (a scatter into it writes the caller's buffer)
+        return copy
     parts = children(tree)
     return tree if parts is None else rebuild(tree, [working_copy(p) for p in parts])
 

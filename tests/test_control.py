@@ -581,3 +581,29 @@ def test_compressed_loop_inside_a_branch_and_in_place():
     # an array as wide as the loop that is not loop state cannot follow the compression
     with pytest.raises(RuntimeError, match='must be loop state'):
         f(UInt32(1, 3, 5, 7), UInt32(4, 0, 2, 1), False)
+
+
+@pytest.mark.parametrize('mode', MODES)
+@pytest.mark.parametrize('literal', [False, True])
+def test_scatters_into_arguments_write_the_callers_buffer(mode, literal):
+    # A scatter is a side effect, not state: writing the branch's copy of an argument writes
+    # the caller's array (also one that starts as a literal), as in Dr.Jit. An array that
+    # shared the buffer before the branch keeps its values (copy-on-write).
+    buf = pbc.zeros(UInt32, 2) if literal else UInt32(0, 0)
+    other = UInt32(buf)
+
+    def true_fn(buf):
+        pbc.scatter_add(buf, 1, UInt32(0))
+        return (buf,)
+
+    def false_fn(buf):
+        pbc.scatter_add(buf, 1, UInt32(1))
+        return (buf,)
+
+    # (a literal of another value than buf's: equal literals are one variable)
+    alone = pbc.full(UInt32, 7, 2) if literal else UInt32(7, 7)
+    out, = pbc.if_stmt((alone,), Bool(True, True, True, False, False), true_fn, false_fn,
+                       mode=mode)
+    assert out is alone and alone.numpy().tolist() == [10, 9]
+    shared, = pbc.if_stmt((buf,), Bool(True, False), true_fn, false_fn, mode=mode)
+    assert shared.numpy().tolist() == [1, 1] and other.numpy().tolist() == [0, 0]
