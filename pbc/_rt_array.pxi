@@ -114,9 +114,11 @@ cdef object binop(uint16_t op, object a, object b, int mode):
     else:
         vt = promote(ka, kb)
         if (op == OP_AND or op == OP_OR or op == OP_XOR) and vt != T_BOOL and (
-                (ka == T_BOOL and isinstance(a, ArrayBase)) or
-                (kb == T_BOOL and isinstance(b, ArrayBase))):
-            return mask_op(op, a, b, ka == T_BOOL and isinstance(a, ArrayBase))
+                ka == T_BOOL or kb == T_BOOL):
+            if op == OP_AND:
+                return mask_and(a, b, ka == T_BOOL)
+            if is_float(vt):
+                raise TypeError("pbc: only '&' combines a float array with a Bool mask")
     check_allowed(op, vt)
     rt = T_BOOL if mode == 1 else vt
     cdef uint32_t ia = operand(a, vt, ref._backend), ib = 0, r
@@ -128,23 +130,12 @@ cdef object binop(uint16_t op, object a, object b, int mode):
         dec_ext(ib)
     return wrap(ref._backend, rt, r)
 
-cdef object mask_op(uint16_t op, object a, object b, bint a_is_mask):
-    """A Bool mask combined with a number array selects rather than converting to 0/1:
-    `x & mask` keeps x where mask is set and gives 0 elsewhere; `x | mask` sets all bits
-    where mask is set (as Dr.Jit)."""
+cdef object mask_and(object a, object b, bint a_is_mask):
+    """`x & mask` with a Bool mask (an array, a Python bool or a sequence of them) and a number
+    array keeps x where the mask is set and gives 0 elsewhere, as Dr.Jit (not x & 1). The
+    other bitwise operators take the mask as the number 0 or 1, as Dr.Jit does."""
     m, x = (a, b) if a_is_mask else (b, a)
-    if op == OP_AND:
-        return select3(m, x, 0)
-    if op == OP_OR:
-        if not isinstance(x, ArrayBase):
-            x = wrap((<ArrayBase> m)._backend, kind_of(x),
-                     operand(x, kind_of(x), (<ArrayBase> m)._backend))
-        ones = wrap((<ArrayBase> x)._backend, (<ArrayBase> x)._vt,
-                    var_literal((<ArrayBase> x)._vt, 1, 0xFFFFFFFFFFFFFFFF if TYPE_SIZE[
-                        (<ArrayBase> x)._vt] == 8 else 0xFFFFFFFF, (<ArrayBase> x)._backend))
-        return select3(m, ones, x)
-    raise TypeError("pbc: '^' does not combine a Bool mask with a number array (use "
-                    'pbc.select)')
+    return select3(m, x, 0)
 
 cdef ArrayBase share(ArrayBase a):
     """A new array object for a's variable. Results are never the operand object itself:

@@ -406,12 +406,13 @@ def if_stmt(args, cond, true_fn, false_fn, arg_labels=(), rv_labels=(), label=No
         and not _runtime.recording_depth()
     if evaluated:
         _eval(cond)
-    result, snaps = [], []
+    result, snaps, works = [], [], []
     stash = _runtime.stash_refs(flatten(args)[0])
     try:
         for mask, fn, role in ((cond, true_fn, 'true_fn'), (~cond, false_fn, 'false_fn')):
             # Each branch gets a working copy: its in-place changes do not leak into the other.
             work = working_copy(args)
+            works.append(work)
             snaps.append(Snapshot(work))
             _runtime.mask_push(mask)
             _symbolic_branches += not evaluated
@@ -428,9 +429,25 @@ def if_stmt(args, cond, true_fn, false_fn, arg_labels=(), rv_labels=(), label=No
         merged = tuple(_merge(cond, a, b, n) for a, b, n in zip(t, f, names))
     else:
         merged = _merge(cond, t, f, label or 'result')
+    original = nodes(args)[0]
+    # (the arguments the branches changed in place: their copies, merged)
+    changed = {k: _merge(cond, works[0][k], works[1][k], f'args[{k}]')
+               for k in _changed_arguments(args, original, snaps)}
     if evaluated:
-        _eval(merged)
-    return settle(merged, flatten(merged)[0], *_homes(merged, t, f, snaps, nodes(args)[0]))
+        _eval(merged, changed)
+    out = settle(merged, flatten(merged)[0], *_homes(merged, t, f, snaps, original))
+    # An argument a branch changed in place takes its new value even where it is not a
+    # result: the caller's object would have changed under plain Python.
+    for k, m in changed.items():
+        settle(m, flatten(m)[0], *_homes(m, works[0][k], works[1][k], snaps, original))
+    return out
+
+
+def _changed_arguments(args, original, snaps):
+    """The positions of the arguments that a branch changed in place."""
+    position = {id(x): i for i, x in enumerate(original)}
+    return [k for k, a in enumerate(args) if id(a) in position and any(
+        snap.changed(position[id(a)]) for snap in snaps)]
 
 
 def _homes(merged, t, f, snaps, original):

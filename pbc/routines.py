@@ -66,9 +66,9 @@ def _python_array(x, floating=False):
     if isinstance(x, (bool, np.bool_)):
         return llvm.Bool(bool(x))
     if isinstance(x, (int, np.integer)):
-        x = int(x)
-        return (llvm.Int32 if -2**31 <= x < 2**31 else llvm.Int64 if -2**63 <= x < 2**63
-                else llvm.UInt64)(x)
+        x = int(x)              # the narrowest of Int32, UInt32, Int64, UInt64 that holds it
+        return (llvm.Int32 if -2**31 <= x < 2**31 else llvm.UInt32 if 0 <= x < 2**32 else
+                llvm.Int64 if -2**63 <= x < 2**63 else llvm.UInt64)(x)
     if isinstance(x, (float, np.floating)):
         return llvm.Float64(float(x))
     return x

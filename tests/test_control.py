@@ -607,3 +607,28 @@ def test_scatters_into_arguments_write_the_callers_buffer(mode, literal):
     assert out is alone and alone.numpy().tolist() == [10, 9]
     shared, = pbc.if_stmt((buf,), Bool(True, False), true_fn, false_fn, mode=mode)
     assert shared.numpy().tolist() == [1, 1] and other.numpy().tolist() == [0, 0]
+
+
+@pytest.mark.parametrize('mode', MODES)
+def test_arguments_changed_in_place_in_a_branch_reach_the_caller(mode):
+    # An argument a branch changes in place takes its new value even when the branch does
+    # not return it (as the caller's object would change under plain Python).
+    @pbc.syntax
+    def maybe_dec(x, mode):
+        if pbc.hint(x > 1, mode=mode):
+            x -= 1
+        else:
+            pass
+
+    @pbc.syntax
+    def ret_dec(x, mode):
+        if pbc.hint(x > 1, mode=mode):
+            x = x - 1
+        return x
+
+    x = pbc.arange(UInt32, 3)
+    maybe_dec(x, mode)
+    assert x.numpy().tolist() == [0, 1, 1]
+    x = pbc.arange(UInt32, 3)
+    y = ret_dec(x, mode)
+    assert x.numpy().tolist() == [0, 1, 2] and y.numpy().tolist() == [0, 1, 1]

@@ -633,8 +633,7 @@ def gen_binary(prog, name):
     vt = promote(prog.kind(a), prog.kind(b))
     if vt not in allowed:
         return False
-    if name in ('and', 'or', 'xor') and vt != 'bool' and any(
-            isinstance(x, Ref) and prog.kind(x) == 'bool' for x in (a, b)):
+    if name == 'and' and vt != 'bool' and 'bool' in (prog.kind(a), prog.kind(b)):
         return False              # a mask operand selects: gen_mask_op draws these
     elementwise(prog, template, fn, vt, 'bool' if name in COMPARE else vt, (a, b))
 
@@ -684,21 +683,20 @@ def gen_float_bitwise(prog, name):
 
 
 def gen_mask_op(prog, name):
-    """A Bool mask array combined with a number array selects: `x & mask` keeps x where
-    mask is set and gives 0 elsewhere, `x | mask` gives all bits set there."""
-    x, m = prog.node(FLOATS + INTS), prog.node(('bool',))
+    """`x & mask` with a Bool mask (an array or a Python bool) and a number array keeps x
+    where the mask is set and gives 0 elsewhere (either order)."""
+    x = prog.node(FLOATS + INTS)
+    m = prog.node(('bool',)) if prog.coin(3, 4) else prog.coin()
     if x is None or m is None:
         return False
     t = prog.kind(x)
     wide = prog.is_wide(x, m)
-    op = prog.choice(('&', '|'))
 
     def step(env):
-        ones = np.array([-1], np.int64).view(np.uint64).astype(f'uint{BITS[t]}').view(t)
-        other = np.zeros(1, t) if op == '&' else ones
-        env.append(finish(prog, t, wide, np.where(env[m.i], env[x.i], other) if op == '&'
-                          else np.where(env[m.i], other, env[x.i])))
-    prog.emit(f'{{out}} = {x} {op} {m}' if prog.coin() else f'{{out}} = {m} {op} {x}', step, t,
+        mask = env[m.i] if isinstance(m, Ref) else np.array([m])
+        env.append(finish(prog, t, wide, np.where(mask, env[x.i], np.zeros(1, t))))
+    ms = str(m) if isinstance(m, Ref) else literal_src(m)
+    prog.emit(f'{{out}} = {x} & {ms}' if prog.coin() else f'{{out}} = {ms} & {x}', step, t,
               wide)
 
 
