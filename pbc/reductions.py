@@ -167,6 +167,9 @@ def count(value, axis=..., keepdims=False, mode=None):
     if isinstance(value, (bool, np.bool_)):
         return int(value)
     if isinstance(value, (list, tuple)):
+        if axis is None:             # every entry of a nested sequence
+            return builtins.sum(count(v, None) if isinstance(v, (list, tuple)) else int(bool(v))
+                                for v in value)
         return builtins.sum(int(bool(v)) for v in value)
     return sum(_as_uint32(value), axis, keepdims, mode)
 

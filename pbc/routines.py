@@ -99,8 +99,25 @@ def _width_of(T, shape):
     """The lane count that `shape` (an int, or a tuple as pbc.shape() gives: static sizes,
     then lanes) asks of non-tensor type T."""
     if isinstance(shape, (tuple, list)):
+        static, t = [], T
+        while isinstance(t, type) and issubclass(t, (StaticArray, Matrix)):
+            static.append(t.Size)
+            t = t.Value if issubclass(t, StaticArray) else t.Row
+        if shape and len(shape) == len(static) + 1 and list(shape[:-1]) != static:
+            raise RuntimeError(f'pbc.full(): the provided "shape" and "dtype" parameters are '
+                               f'incompatible. ({tuple(shape)} for {T.__name__})')
         return shape[-1] if shape else 1
     return shape
+
+
+def _fields_of(T):
+    """{name: type} of a DRJIT_STRUCT class or a dataclass (None for other types)."""
+    import dataclasses
+    if isinstance(T, type) and hasattr(T, 'DRJIT_STRUCT'):
+        return dict(T.DRJIT_STRUCT)
+    if isinstance(T, type) and dataclasses.is_dataclass(T):
+        return {f.name: f.type for f in dataclasses.fields(T)}
+    return None
 
 
 def _tensor_shape(shape):
@@ -113,8 +130,21 @@ def full(T, value, shape=1):
     if _is_tensor_type(T):
         shape = _tensor_shape(shape)
         return T._new(_runtime.literal(T.Array, value, int(np.prod(shape))), shape)
+    if T in (bool, int, float):
+        return T(value)
+    fields = _fields_of(T)
+    if fields is not None:              # a struct of arrays: each field filled
+        out = T.__new__(T)
+        for name, F in fields.items():
+            object.__setattr__(out, name, full(F, value, shape))
+        return out
     n = _width_of(T, shape)
     if isinstance(T, type) and issubclass(T, StaticArray):
+        if isinstance(value, (list, tuple)):           # one value per component
+            if len(value) != T.Size:
+                raise RuntimeError(f'pbc.full(): {T.__name__} needs {T.Size} values, got '
+                                   f'{len(value)}')
+            return T._from([full(T.Value, v, n) for v in value])
         return T._from([full(T.Value, value, n) for _ in range(T.Size)])
     if isinstance(T, type) and issubclass(T, Matrix):
         return T._from([full(T.Row, value, n) for _ in range(T.Size)])

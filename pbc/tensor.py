@@ -43,10 +43,18 @@ class Tensor:
         return [self.array]
 
     def _pbc_rebuild(self, children):
-        return self._new(children[0], self.shape)
+        return self._new(children[0], self._shape_for(children[0]))
 
     def _pbc_assign(self, children):
         self.array = children[0]
+        self.shape = self._shape_for(children[0])
+
+    def _shape_for(self, array):
+        """This tensor's shape for new elements `array`: the same, or, where loop state of
+        one element was broadcast to the loop's width n, (n,)."""
+        if len(array) == int(np.prod(self.shape)) or int(np.prod(self.shape)) != 1:
+            return self.shape
+        return (len(array),)
 
     # ---- shape and values ----
     @property

@@ -261,3 +261,30 @@ def test_hashable_arrays_work_as_dataclass_defaults():
         v: Array2f = Array2f(1, 2)
 
     assert Z().x[0] == 1 and {Float(1): 'key'}
+
+
+def test_creation_of_python_types_structs_and_sequences():
+    import dataclasses
+    assert type(pbc.zeros(float)) is float and pbc.zeros(float) == 0 and pbc.ones(int) == 1
+    v = pbc.full(Array3f, (1, 2, 3), 4)
+    assert v.numpy().tolist() == [[1] * 4, [2] * 4, [3] * 4]
+    with pytest.raises(RuntimeError, match='3 values'):
+        pbc.full(Array3f, (1, 2), 4)
+
+    @dataclasses.dataclass
+    class D:
+        x: Float = Float(0)
+        v: Array3f = Array3f(0)
+
+    class S:
+        DRJIT_STRUCT = {'a': UInt32, 'b': Float64}
+
+    d = pbc.zeros(D, 10)
+    assert isinstance(d, D) and len(d.x) == 10 and d.v.numpy().shape == (3, 10)
+    s = pbc.ones(S, 3)
+    assert type(s) is S and s.a.numpy().tolist() == [1, 1, 1] and type(s.b) is Float64
+    m = pbc.zeros(Matrix2f, (2, 2, 5))
+    assert len(m[1][1]) == 5
+    with pytest.raises(RuntimeError, match='incompatible'):
+        pbc.zeros(Matrix2f, (2, 3, 5))
+    assert pbc.count([[True, False], [True, True]], axis=None) == 3

@@ -688,3 +688,36 @@ def test_shape_and_print():
     assert str(pbc.sum(TensorXi([[1, 2], [3, 4]]))) == '10'
     assert type(t.array) is Float and len(t.array) == 6
     assert isinstance(TensorXb([True]).array, Bool)
+
+
+@pytest.mark.parametrize('mode', ['symbolic', 'evaluated'])
+@pytest.mark.parametrize('in_place', [False, True])
+def test_tensors_as_loop_state_and_conditions(mode, in_place):
+    # A one-element tensor that the loop broadcasts takes the loop's shape.
+    @pbc.syntax
+    def f(mode):
+        i = pbc.arange(TensorXu, 7)
+        z = TensorXu(0)
+        while pbc.hint(i < 5, mode=mode):
+            i += 1
+            if in_place:
+                z += 1
+            else:
+                z = i + 4
+        return i, z
+
+    i, z = f(mode)
+    assert i.shape == z.shape == (7,)
+    assert i.numpy().tolist() == [5, 5, 5, 5, 5, 5, 6]
+    assert z.numpy().tolist() == ([5, 4, 3, 2, 1, 0, 0] if in_place else
+                                  [9, 9, 9, 9, 9, 0, 0])
+
+    @pbc.syntax
+    def g(x, mode):
+        if pbc.hint(x > 2, mode=mode):
+            x = x * 10
+        return x
+
+    x = TensorXu(np.arange(6, dtype=np.uint32).reshape(2, 3))
+    r = g(x, mode)
+    assert r.shape == (2, 3) and r.numpy().tolist() == [[0, 1, 2], [30, 40, 50]]

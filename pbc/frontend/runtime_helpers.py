@@ -8,6 +8,7 @@ import sys
 from .. import control
 from .._runtime import ArrayBase
 from ..routines import select
+from ..tensor import Tensor
 from ..vector import StaticArray
 from .aliases import Aliases
 from .errors import SyntaxError_, UnassignedError, UnassignedLocalError
@@ -16,7 +17,7 @@ BREAK = '_pbc_brk_'          # loop state named so is a `break` flag (see loweri
 
 
 def is_jit(x):
-    return isinstance(x, (ArrayBase, StaticArray))
+    return isinstance(x, (ArrayBase, StaticArray, Tensor))
 
 
 def shown(labels):
