@@ -194,8 +194,11 @@ cdef class ArrayBase:
     cdef uint8_t _backend
     __array_priority__ = 100   # NumPy defers binary operators to us
 
-    def __init__(self, *args):
+    def __init__(self, *args, **kwargs):
         cls = type(self)
+        if kwargs:
+            raise TypeError(f'pbc: {cls.__name__}(): Unknown keyword argument '
+                            f'{next(iter(kwargs))!r}')
         self._vt = cls._vt_code
         self._backend = cls._backend_code
         if self._index:              # __init__ called again on a live array
@@ -212,6 +215,9 @@ cdef class ArrayBase:
         elif scalar_kind(value) >= 0 and not isinstance(value, np.ndarray):
             self._index = var_literal(self._vt, 1, scalar_bits(value, self._vt), self._backend)
         else:
+            if not is_sequence(value) and hasattr(value, '__iter__') and not hasattr(
+                    value, '__array__') and not hasattr(value, '__array_interface__'):
+                value = list(value)           # an iterator or generator of values
             self._index = from_numpy(value, self._vt, self._backend)
 
     def __dealloc__(self):
@@ -401,6 +407,9 @@ cdef uint32_t from_numpy(object value, uint8_t vt, uint8_t backend) except 0:
     except Exception as e:
         raise TypeError(f'pbc: cannot convert {type(value).__name__} to an array: {e}')
     if arr.dtype.kind not in 'biuf':
+        if arr.dtype.kind == 'O':
+            raise TypeError(f'pbc: {TYPE_NAMES[vt]} array: Could not construct from sequence '
+                            '(invalid type in input).')
         raise TypeError(f"pbc: unsupported dtype '{arr.dtype}' (expected bool, integer or "
                         'floating point data)')
     if arr.ndim != 1:

@@ -43,8 +43,15 @@ class StaticArray:
     __slots__ = ('_items',)
     __array_priority__ = 200
 
-    def __init__(self, *args, flip_axes=False):
+    def __init__(self, *args, flip_axes=False, **kwargs):
         n, V = self.Size, self.Value
+        if kwargs:
+            raise TypeError(f'pbc: {type(self).__name__}(): Unknown keyword argument '
+                            f'{next(iter(kwargs))!r}')
+        if len(args) == 1 and not isinstance(args[0], (list, tuple, np.ndarray)) and hasattr(
+                args[0], '__iter__') and not isinstance(args[0], (ArrayBase, StaticArray)) \
+                and not hasattr(args[0], 'shape'):
+            args = (list(args[0]),)           # an iterator or generator of components
         if len(args) == 0:
             items = [V() for _ in range(n)]
         elif len(args) == 1:
@@ -60,7 +67,10 @@ class StaticArray:
                 a = a.T               # (N, Size) data, as Dr.Jit's flip_axes
             if isinstance(a, StaticArray):
                 items = [V(c) for c in _components(a, n)]
-            elif isinstance(a, (list, tuple)) and len(a) == n:
+            elif isinstance(a, (list, tuple)):
+                if len(a) != n:
+                    raise TypeError(f'pbc: {type(self).__name__}: Input has the wrong size '
+                                    f'(expected {n} elements, got {len(a)}).')
                 items = [V(c) for c in a]
             elif isinstance(a, np.ndarray) and a.ndim in (1, 2):
                 if a.shape[0] != n:
@@ -74,8 +84,8 @@ class StaticArray:
         elif len(args) == n:
             items = [V(c) for c in args]
         else:
-            raise TypeError(f'pbc: {type(self).__name__} takes 0, 1 or {n} arguments, '
-                            f'got {len(args)}')
+            raise TypeError(f'pbc: {type(self).__name__}: Input has the wrong size (expected '
+                            f'{n} elements, got {len(args)}).')
         object.__setattr__(self, '_items', tuple(items))
 
     @classmethod
@@ -243,8 +253,11 @@ class Matrix:
     Row = None
     __slots__ = ('_rows',)
 
-    def __init__(self, *args):
+    def __init__(self, *args, **kwargs):
         n, R = self.Size, self.Row
+        if kwargs:
+            raise TypeError(f'pbc: {type(self).__name__}(): Unknown keyword argument '
+                            f'{next(iter(kwargs))!r}')
         if len(args) == 0:
             rows = [R() for _ in range(n)]      # empty entries, as Dr.Jit (pbc.identity: I)
         elif len(args) == 1 and isinstance(args[0], Matrix):

@@ -288,3 +288,23 @@ def test_creation_of_python_types_structs_and_sequences():
     with pytest.raises(RuntimeError, match='incompatible'):
         pbc.zeros(Matrix2f, (2, 3, 5))
     assert pbc.count([[True, False], [True, True]], axis=None) == 3
+
+
+def test_construction_from_sequences_and_bad_input():
+    for T in (Float, UInt32, Array3f, Matrix2f):
+        with pytest.raises(TypeError, match="Unknown keyword argument 'hello'"):
+            T(hello='world')
+    assert Float((v for v in (1, 2, 3))).numpy().tolist() == [1, 2, 3]       # generators
+    assert Array3f(iter([1, 2, 3])).numpy()[:, 0].tolist() == [1, 2, 3]
+
+    class MyList(list):
+        pass
+
+    assert Float(MyList([4, 5])).numpy().tolist() == [4, 5]
+    for bad in ((0, 0, 0, 0), ([0] * 4,), ((0,) * 2,)):
+        with pytest.raises(TypeError, match=r'wrong size \(expected 3 elements, got'):
+            Array3f(*bad)
+    with pytest.raises(TypeError, match=r'Could not construct from sequence'):
+        Float([None, None])
+    with pytest.raises(TypeError, match=r'Could not construct from sequence'):
+        Array3f(None, None, None)
