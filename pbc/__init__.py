@@ -26,6 +26,7 @@ from .evaluate import (
 )
 from .flags import JitFlag, flag, scoped_set_flag, set_flag
 from .frontend import kernel, syntax
+from .local import Local, alloc_local
 from .math import *  # noqa: F403  (sin, cos, exp, log, power, ...)
 from .math import power
 from .printing import array_repr

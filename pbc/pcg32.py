@@ -20,6 +20,14 @@ class PCG32Base:
         lane = self.UInt64(arange(self.UInt32, size))
         self.seed(lane + initstate, lane + initseq)
 
+    def __setattr__(self, name, value):
+        # The fields keep their types (rng.state = UInt32(...) stores a UInt64), as the
+        # fields of Dr.Jit's PCG32 do.
+        T = type(self).DRJIT_STRUCT.get(name)
+        if T is not None and type(value) is not T:
+            value = T(value)
+        object.__setattr__(self, name, value)
+
     def seed(self, initstate=DEFAULT_STATE, initseq=DEFAULT_STREAM):
         """O'Neill's pcg32_srandom_r: state 0, inc = 2*initseq + 1, step, add initstate, step."""
         U = self.UInt64
