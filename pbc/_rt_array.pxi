@@ -7,6 +7,10 @@ NUMPY_DTYPES = (None, np.bool_, np.int32, np.uint32, np.int64, np.uint64, np.flo
 cdef list CLASSES = [None] * 32       # (backend * 16 + type) -> Python class
 
 
+class CastError(TypeError, RuntimeError):
+    """A conversion that cannot be made (a TypeError, and the RuntimeError Dr.Jit raises)."""
+
+
 class WidthError(ValueError, RuntimeError):
     """An array of the wrong width for the operation (a ValueError, and the RuntimeError
     Dr.Jit raises for it)."""
@@ -253,8 +257,8 @@ cdef class ArrayBase:
     def __rsub__(self, o): return binop(OP_SUB, o, self, 0)
     def __mul__(self, o): return binop(OP_MUL, self, o, 0)
     def __rmul__(self, o): return binop(OP_MUL, o, self, 0)
-    def __truediv__(self, o): return binop(OP_DIV, self, o, 0)
-    def __rtruediv__(self, o): return binop(OP_DIV, o, self, 0)
+    def __truediv__(self, o): return truediv(self, o)
+    def __rtruediv__(self, o): return truediv(o, self)
     def __floordiv__(self, o): return floordiv(self, o)
     def __rfloordiv__(self, o): return floordiv(o, self)
     def __mod__(self, o): return binop(OP_MOD, self, o, 0)
@@ -276,7 +280,7 @@ cdef class ArrayBase:
     def __iadd__(self, o): return inplace(self, binop(OP_ADD, self, o, 0))
     def __isub__(self, o): return inplace(self, binop(OP_SUB, self, o, 0))
     def __imul__(self, o): return inplace(self, binop(OP_MUL, self, o, 0))
-    def __itruediv__(self, o): return inplace(self, binop(OP_DIV, self, o, 0))
+    def __itruediv__(self, o): return inplace(self, truediv(self, o))
     def __ifloordiv__(self, o): return inplace(self, floordiv(self, o))
     def __imod__(self, o): return inplace(self, binop(OP_MOD, self, o, 0))
     def __iand__(self, o): return inplace(self, binop(OP_AND, self, o, 0))
@@ -351,7 +355,8 @@ cdef class ArrayBase:
         """The one value of a width-1 array, as a Python number."""
         cdef uint32_t n = vars[self._index].size
         if n != 1:
-            raise WidthError(f'pbc: item() needs an array of width 1, not {n}')
+            raise WidthError(f'pbc: item() can only convert arrays of length 1 (this one has '
+                             f'{n} entries)')
         return self[0]
 
     # ---- conversion ----
@@ -394,6 +399,16 @@ cdef object lanes_of(object key, uint32_t n, uint8_t backend):
         raise TypeError(f'pbc: arrays are indexed by integers, slices or integer arrays, not '
                         f'{type(key).__name__}')
     return key
+
+cdef object truediv(object a, object b):
+    """`/`, which divides floats: integer arrays divide with `//` (as Dr.Jit, and unlike a
+    C-style integer division that Python's `/` would never mean)."""
+    r = binop(OP_DIV, a, b, 0)
+    if r is NotImplemented or is_float((<ArrayBase> r)._vt):
+        return r
+    raise TypeError(f"pbc: unsupported operand type(s) for /: '{type(a).__name__}' and "
+                    f"'{type(b).__name__}' (integer arrays divide with //, or convert one to a "
+                    'float array first)')
 
 cdef object floordiv(object a, object b):
     r = binop(OP_DIV, a, b, 0)

@@ -113,8 +113,8 @@ cdef uint32_t var_cast(uint32_t a, uint8_t rt, bint bitcast) except 0:
         inc_ext(a)
         return a
     if bitcast and TYPE_SIZE[st] != TYPE_SIZE[rt]:
-        raise TypeError(f'pbc.reinterpret_array: {TYPE_NAMES[st]} and {TYPE_NAMES[rt]} '
-                        'differ in size')
+        raise CastError(f'pbc.reinterpret_array(): cannot reinterpret-cast between types of '
+                        f'different size ({TYPE_NAMES[st]} and {TYPE_NAMES[rt]})')
     return var_op(OP_BITCAST if bitcast else OP_CAST, rt, a, 0, 0, st)
 
 # ---- Python scalars ----------------------------------------------------------------------

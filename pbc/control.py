@@ -239,6 +239,7 @@ def _record(state, arrays, build, cond, body, names, width, fixed):
         _runtime.loop_cond(start, c)
         new = _as_state(call_user(body, st, W, 'loop body'), len(state), 'while_loop')
         _check_same(state, new, names, 'while_loop')
+        _check_initialized(new, names, W)
         new_arrays, _ = flatten(new)
         wide = [i for i, x in enumerate(new_arrays) if len(x) not in (1, width)
                 and not (i in fixed and x.index == arrays[i].index)]
@@ -325,6 +326,7 @@ def _evaluated_loop(state, cond, body, names, c):
         finally:
             _runtime.mask_pop()
         _check_same(state, new, names, 'while_loop')
+        _check_initialized(new, names, W)
         mutated = [a or b for a, b in zip(mutated, snap.same_path(new))]
         new_arrays, build_new = flatten(new)
         changed = [ch or a.index != b.index
@@ -485,8 +487,9 @@ def _merge(cond, t, f, path):
                                  'branch\'s result')
         if isinstance(t, ArrayBase) and isinstance(f, ArrayBase):
             if type(t) is not type(f):
-                raise StateError(f"pbc.if_stmt: '{path}' is {type(t).__name__} in one branch "
-                                f'and {type(f).__name__} in the other')
+                raise StateError(f"pbc.if_stmt: the type of state variable '{path}' changed from "
+                                 f'{type(t).__name__} in one branch to {type(f).__name__} in '
+                                 f'the other; convert one explicitly')
         elif not isinstance(t if isinstance(f, ArrayBase) else f, scalar):
             raise StateError(f"pbc.if_stmt: '{path}' is {_describe(t)} in one branch and "
                             f'{_describe(f)} in the other')

@@ -9,7 +9,7 @@ import numpy as np
 
 from ._runtime import ArrayBase
 from .routines import ReduceOp
-from .tree import children
+from .tree import mismatch
 from .vector import Matrix, StaticArray
 
 
@@ -60,28 +60,9 @@ def llvm_version():
 
 
 def check_compatibility(a, b, strict, name):
-    """Raises RuntimeError if a and b differ in structure or types: the same check a loop or
-    call applies to its results (`name` labels them in the message)."""
-    _compatible(a, b, strict, name)
-
-
-def _compatible(a, b, strict, path):
-    if type(a) is not type(b):
-        raise RuntimeError(f"inconsistent types for field '{path}' ('{type(a).__name__}' and "
-                           f"'{type(b).__name__}')")
-    if isinstance(a, ArrayBase):
-        return
-    if isinstance(a, dict):
-        if list(a) != list(b):
-            raise RuntimeError(f"inconsistent dictionary keys for field '{path}' "
-                               f'({sorted(a)} and {sorted(b)})')
-    pa, pb = children(a), children(b)
-    if pa is None:
-        if strict and not (a is b or a == b):
-            raise RuntimeError(f"inconsistent values for field '{path}' ({a!r} and {b!r})")
-        return
-    if len(pa) != len(pb):
-        raise RuntimeError(f"inconsistent sizes for field '{path}' ({len(pa)} and {len(pb)})")
-    keys = list(a) if isinstance(a, dict) else range(len(pa))
-    for k, x, y in zip(keys, pa, pb):
-        _compatible(x, y, strict, f'{path}[{k!r}]' if isinstance(a, dict) else f'{path}[{k}]')
+    """Raises RuntimeError if a and b differ in structure or types (with `strict`, also in
+    their Python values): the check a call applies to its targets' results (`name` labels
+    them in the message)."""
+    why = mismatch(a, b, name, strict)
+    if why:
+        raise RuntimeError(why)

@@ -25,7 +25,7 @@ from .evaluate import eval as _eval
 from .flags import JitFlag, flag
 from .routines import full, gather, scatter, select, zeros
 from .state import working_copy
-from .tree import children, flatten, paths, rebuild
+from .tree import children, flatten, mismatch, rebuild
 
 _instances = {}                 # id -> weak reference to the registered instance
 _ids = itertools.count(1)       # 0 is the null pointer
@@ -326,10 +326,10 @@ def _symbolic(selector, active, targets, args, what):
                 leaves = flatten(r)[0]
                 if first is None:
                     first, types = r, [type(x) for x in leaves]
-                elif [type(x) for x in leaves] != types or len(paths(r, '')) != len(
-                        paths(first, '')):
-                    raise StateError(f'pbc: the targets of {what} return different structures '
-                                    'or types')
+                else:
+                    why = mismatch(first, r, 'result')
+                    if why:
+                        raise StateError(f'pbc: the targets of {what} disagree: {why}')
                 for x in leaves:
                     if len(x) not in (1, width):
                         raise SizeError(f'pbc: a target of {what} returns an array of width '

@@ -238,6 +238,8 @@ def meshgrid(*arrays, indexing='xy'):
         raise ValueError("pbc.meshgrid: indexing must be 'xy' or 'ij'")
     if len(arrays) == 0:
         return ()
+    if len(arrays) == 1:              # (as Dr.Jit: the array itself, not a 1-tuple)
+        return type(arrays[0])(arrays[0])
     sizes = [len(a) for a in arrays]
     if indexing == 'xy' and len(arrays) >= 2:
         order = [1, 0] + list(range(2, len(arrays)))

@@ -147,8 +147,8 @@ def conform_shape(in_shape, shape, shrink=False):
     shape = (shape,) if isinstance(shape, int) else tuple(shape)
     size = math.prod(in_shape)
     if any(s < -1 for s in shape) or shape.count(-1) > 1:
-        raise RuntimeError(f'pbc.reshape(): invalid shape {shape} (entries are sizes, and a '
-                           'single one may be -1)')
+        raise RuntimeError(f"pbc.reshape(): invalid shape {shape}: entries are sizes, and only "
+                           "a single 'shape' entry may be equal to -1")
     known = math.prod(s for s in shape if s != -1)
     if -1 in shape:
         if known == 0 or size % known:

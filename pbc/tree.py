@@ -65,6 +65,32 @@ def assign(x, parts):
     return True
 
 
+def mismatch(a, b, path, strict=False):
+    """Why a and b do not have the same structure and types (with `strict`: also the same
+    Python values), naming the place (`path` names the whole); None if they do."""
+    if type(a) is not type(b):
+        return (f"inconsistent types for field '{path}' ('{type(a).__name__}' and "
+                f"'{type(b).__name__}')")
+    if isinstance(a, ArrayBase):
+        return None
+    if isinstance(a, dict) and list(a) != list(b):
+        return f"inconsistent dictionary keys for field '{path}' ({sorted(a)} and {sorted(b)})"
+    pa, pb = children(a), children(b)
+    if pa is None:
+        if strict and not (a is b or a == b):
+            return f"inconsistent values for field '{path}' ({a!r} and {b!r})"
+        return None
+    if len(pa) != len(pb):
+        return f"inconsistent sizes for field '{path}' ({len(pa)} and {len(pb)})"
+    keys = list(a) if isinstance(a, dict) else range(len(pa))
+    for k, x, y in zip(keys, pa, pb):
+        why = mismatch(x, y, f'{path}[{k!r}]' if isinstance(a, dict) else f'{path}[{k}]',
+                       strict)
+        if why:
+            return why
+    return None
+
+
 def leaves(obj):
     """Yields every flat JIT array reachable from obj, depth first, without recursion."""
     stack = [obj]

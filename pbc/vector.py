@@ -22,6 +22,12 @@ def vector_type(size, flat):
 OPERANDS = (ArrayBase, int, float, bool, list, tuple, np.ndarray, np.number, np.bool_)
 
 
+def _is_mask(i):
+    """Whether index i is a Bool array or vector (a mask), not a position."""
+    return (isinstance(i, ArrayBase) and i.Type == 'bool') or (
+        isinstance(i, StaticArray) and getattr(i.Value, 'Type', None) == 'bool')
+
+
 def _components(x, size):
     """x per component: a vector's own, a sequence's entries (one per component, as Dr.Jit
     converts a sequence to the vector type), or x itself for each."""
@@ -105,13 +111,17 @@ class StaticArray:
         return self.Size
 
     def __getitem__(self, i):
+        if _is_mask(i):                       # v[mask] += w: see __setitem__
+            return self._from([type(c)(c) for c in self._items])
         return self._items[i]
 
     def __setitem__(self, i, value):
         items = list(self._items)
-        if isinstance(i, ArrayBase):          # v[mask] = w: masked assignment per component
+        if _is_mask(i):                       # v[mask] = w: masked assignment per component
             from .routines import select
-            items = [select(i, w, c) for c, w in zip(items, _components(value, self.Size))]
+            masks = _components(i, self.Size)
+            items = [select(m, w, c)
+                     for c, w, m in zip(items, _components(value, self.Size), masks)]
         elif items[i] is value:               # v.x += 1 wrote into the component itself
             return
         else:
@@ -272,8 +282,8 @@ class Matrix:
         elif len(args) == n:
             rows = [R(r) for r in args]
         else:
-            raise TypeError(f'pbc: {type(self).__name__} takes 0, 1, {n} rows or {n * n} '
-                            f'entries, got {len(args)} arguments')
+            raise TypeError(f'pbc: {type(self).__name__}: Input has the wrong size (expected {n} '
+                            f'elements, got {len(args)}).')
         object.__setattr__(self, '_rows', tuple(rows))
 
     @classmethod

@@ -222,7 +222,7 @@ def test_slicing_and_index_arrays():
     y[1:5:2] = 7
     assert y.numpy().tolist() == [0, 7, 0, 7, 0, 0]
     assert x[-1] == 9 and Float(4).item() == 4
-    with pytest.raises(RuntimeError, match='width 1'):
+    with pytest.raises(RuntimeError, match='arrays of length 1'):
         x.item()
 
 
@@ -308,3 +308,27 @@ def test_construction_from_sequences_and_bad_input():
         Float([None, None])
     with pytest.raises(TypeError, match=r'Could not construct from sequence'):
         Array3f(None, None, None)
+
+
+def test_masked_updates_of_vectors_and_single_meshgrid():
+    a = Array3f(1, 2, 3)
+    c = a
+    a[Array3b(False, True, False)] += Array3f(2, 3, 1)
+    assert a is c and a.numpy()[:, 0].tolist() == [1, 5, 3]
+    v = Array3f(Float(1, 2), 0, 0)
+    v[Bool(False, True)] = Array3f(9, 9, 9)          # one mask for every component
+    assert v.numpy().tolist() == [[1, 9], [0, 9], [0, 9]]
+    g = pbc.meshgrid(Float(1, 2), indexing='ij')     # one input: the array itself
+    assert type(g) is Float and g.numpy().tolist() == [1, 2]
+
+
+def test_division_operators_follow_dr_jit():
+    # `/` divides floats; integer arrays divide with `//` (C truncation, as Dr.Jit)
+    with pytest.raises(TypeError, match=r'unsupported operand type\(s\) for /'):
+        Int(7, -7) / Int(2)
+    with pytest.raises(TypeError, match=r'unsupported operand type\(s\) for /'):
+        7 / UInt32(2)
+    assert (Int(7, -7) // 2).numpy().tolist() == [3, -3]
+    assert (Int(7, -7) / 2.0).numpy().tolist() == [3.5, -3.5]       # promotes to Float
+    with pytest.raises(RuntimeError, match='cannot reinterpret-cast between types of different'):
+        pbc.reinterpret_array(pbc.llvm.UInt64, Float(1.0))

@@ -292,7 +292,7 @@ def test_bad_mode():
 
 
 def test_if_stmt_mismatch():
-    with pytest.raises(TypeError, match="'result\\[0\\]' is Float32 in one branch"):
+    with pytest.raises(TypeError, match="'result\\[0\\]' changed from Float32 in one branch"):
         pbc.if_stmt((Float(1, 2),), Bool(True, False), lambda x: (x,),
                     lambda x: (UInt32(1),))
 
@@ -456,7 +456,7 @@ def test_state_diagnostics_are_also_runtime_errors():
         with pytest.raises(error, match="'x' changes type"):
             pbc.while_loop((Float(1), UInt32(0)), lambda x, i: i < 3,
                            lambda x, i: (pbc.llvm.Float64(x), i + 1), labels=('x', 'i'))
-        with pytest.raises(error, match="'result\\[0\\]' is Float32 in one branch"):
+        with pytest.raises(error, match="'result\\[0\\]' changed from Float32 in one branch"):
             pbc.if_stmt((Float(1, 2),), Bool(True, False), lambda x: (x,),
                         lambda x: (UInt32(1),))
     for mode in MODES:

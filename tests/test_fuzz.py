@@ -373,7 +373,7 @@ BINARY = {
     'add': ('{a} + {b}', lambda t, a, b: a + b, NUMERIC),
     'sub': ('{a} - {b}', lambda t, a, b: a - b, NUMERIC),
     'mul': ('{a} * {b}', lambda t, a, b: a * b, NUMERIC),
-    'div': ('{a} / {b}', ref_div, NUMERIC),
+    'div': ('{a} / {b}', ref_div, FLOATS),         # (integer arrays divide with //)
     'floordiv': ('{a} // {b}', ref_floordiv, NUMERIC),
     'mod': ('{a} % {b}', ref_mod, NUMERIC),
     'and': ('{a} & {b}', lambda t, a, b: a & b, ('bool',) + INTS),
@@ -1076,7 +1076,7 @@ def test_shift_by_the_bit_width_feeding_a_division_does_not_trap():
     let LLVM divide by zero (SIGFPE kills the interpreter, hence the subprocess)."""
     code = ('import numpy as np, pbc\nfrom pbc.llvm import UInt32\n'
             'x = UInt32(np.arange(8, dtype=np.uint32) + 30)\n'
-            'print((x / (0xFFFFFFFF >> x)).numpy().tolist())')
+            'print((x // (0xFFFFFFFF >> x)).numpy().tolist())')
     root = str(Path(__file__).resolve().parents[1])
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([root, os.environ.get('PYTHONPATH', '')]))
     r = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, env=env,

@@ -63,7 +63,7 @@ def op_cases(rng):
         if kind in 'fi':
             add(f'{t}_neg', lambda a=a: -a)
             add(f'{t}_abs', lambda a=a: abs(a))
-            for op in ('add', 'sub', 'mul', 'truediv', 'mod', 'lt', 'le', 'gt', 'ge'):
+            for op in ('add', 'sub', 'mul', 'floordiv', 'mod', 'lt', 'le', 'gt', 'ge'):
                 add(f'{t}_{op}', lambda a=a, b=b, op=op: getattr(a, f'__{op}__')(b))
             add(f'{t}_min', lambda a=a, b=b: pbc.minimum(a, b))
             add(f'{t}_max', lambda a=a, b=b: pbc.maximum(a, b))
