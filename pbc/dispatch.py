@@ -248,6 +248,10 @@ def _call(selector, targets, args, mode, what, mask=None):
             raise TypeError(f'pbc: {what}: the mask must be a Bool array')
         selector = select(mask, selector, 0)        # masked lanes call nothing
     width = max([len(selector)] + [len(a) for a in flatten(args)[0]])
+    for a in flatten(args)[0]:
+        if len(a) not in (1, width):
+            raise SizeError(f'pbc: {what}: some of the call arguments have incompatible sizes '
+                            f'(encountered arrays of length {width} and {len(a)})')
     if len(selector) != width:
         selector = _broadcast(selector, width)
     Bool = _runtime.class_for(selector, 'bool')
@@ -331,6 +335,9 @@ def _symbolic(selector, active, targets, args, what):
                     if why:
                         raise StateError(f'pbc: the targets of {what} disagree: {why}')
                 for x in leaves:
+                    if x.index == 0:
+                        raise StateError(f"pbc: {what}: field 'result' is uninitialized (a "
+                                         'target returns an empty array)')
                     if len(x) not in (1, width):
                         raise SizeError(f'pbc: a target of {what} returns an array of width '
                                          f'{len(x)} for a call of width {width}')
@@ -533,9 +540,13 @@ def _evaluated(selector, active, targets, args, what):
                 f'{len(lanes)} lanes that call it: pass arrays as wide as the call ({width}) '
                 'as arguments instead of reading them from an enclosing scope, or call '
                 'symbolically)')
-            r = run_target(fn, sub, what, hint)
+            r = _as_arrays(run_target(fn, sub, what, hint), selector)
             if out is None:
-                out = _zeros_like(r, width, selector)
+                out, first = _zeros_like(r, width, selector), r
+            else:
+                why = mismatch(first, r, 'result')
+                if why:
+                    raise StateError(f'pbc: the targets of {what} disagree: {why}')
             _scatter_into(out, r, lanes, what)
         finally:
             _runtime.mask_pop()

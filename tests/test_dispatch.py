@@ -1002,3 +1002,18 @@ def test_method_calls_take_a_mask(mode):
     want, _ = reference([SHAPES[0], SHAPES[1], SHAPES[0]], [1, 2, 3], [True, True, False])
     for r in (a, b):
         np.testing.assert_allclose(r[0].numpy(), want)
+
+
+@pytest.mark.parametrize('mode', MODES)
+def test_call_arguments_and_results_are_checked(mode):
+    targets = [lambda a: a, lambda a: a * 2]
+    with pytest.raises(ValueError, match=r'incompatible sizes \(encountered arrays of length 4'):
+        pbc.switch(UInt32(0, 0, 1, 1), targets, Float(), mode=mode)
+    with pytest.raises(RuntimeError, match='length 4 and 3'):
+        pbc.switch(UInt32(0, 0, 1, 1), targets, Float(1, 2, 3), mode=mode)
+    if mode == 'symbolic':
+        with pytest.raises(RuntimeError, match="field 'result' is uninitialized"):
+            pbc.switch(UInt32(0, 1), [lambda a: a, lambda a: Float()], Float(1, 2))
+    with pytest.raises(RuntimeError, match=r"inconsistent dictionary keys for field 'result'"):
+        pbc.switch(UInt32(0, 1), [lambda a: dict(a=a), lambda a: dict(b=a)], Float(1, 2),
+                   mode=mode)
