@@ -30,6 +30,7 @@ from .local import Local, alloc_local
 from .math import *  # noqa: F403  (sin, cos, exp, log, power, ...)
 from .math import power
 from .printing import array_repr
+from .ravel import ravel, unravel
 from .reductions import all, any, count, max, mean, min, none, prod, sum
 from .reductions import reduce_op as reduce
 from .routines import (

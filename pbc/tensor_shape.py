@@ -10,6 +10,7 @@ import math
 from . import _runtime
 from ._runtime import ArrayBase
 from .tensor import Tensor, c_strides, strided_index
+from .vector import Matrix, StaticArray
 
 
 def permute(t, axes):
@@ -47,7 +48,6 @@ def _axis_list(axes, ndim, where, what):
 def transpose(value, axes=None):
     """Tensor `value` with its axes permuted: reversed by default, or in the order `axes` (as
     NumPy). A matrix (Matrix3f, ...) gives its transpose."""
-    from .vector import Matrix
     from .vector import transpose as transpose_matrix
     if isinstance(value, Matrix) and axes is None:
         return transpose_matrix(value)
@@ -118,6 +118,11 @@ def reshape(*args, **kwargs):
     dtype = p.get('dtype', type(value))
     if order not in ('A', 'C', 'F'):
         raise RuntimeError(f"pbc.reshape(): 'order' must be 'A', 'C' or 'F', not {order!r}")
+    if isinstance(dtype, type) and issubclass(dtype, (StaticArray, Matrix)):
+        return _reshape_static(dtype, value, p['shape'], order, shrink)
+    if isinstance(value, (StaticArray, Matrix)):      # through its flat form (pbc.ravel)
+        from .ravel import ravel
+        value = ravel(value, order)
     if isinstance(value, Tensor):
         flat, in_shape = value.array, value.shape
     elif isinstance(value, ArrayBase):
@@ -141,6 +146,41 @@ def reshape(*args, **kwargs):
                     f'shape {shape}')
 
 
+def _reshape_static(dtype, value, shape, order, shrink):
+    """reshape() to or from static arrays: through their flat form (pbc.ravel), or, with
+    shrink and a lane count, their first lanes."""
+    from .ravel import _static_shape, ravel, unravel
+    from .routines import gather
+    if shrink and isinstance(shape, int) and isinstance(value, (StaticArray, Matrix)):
+        first = _runtime.counter(_runtime.class_for(_leaf(value), 'uint32'), shape)
+        # (a component of width 1 stands for every lane: it stays as it is)
+        return _map_leaves(value, lambda c: gather(type(c), c, first) if len(c) > 1
+                           else type(c)(c)) if type(value) is dtype else \
+            reshape(dtype, value, shape)
+    flat = ravel(value, order)
+    sizes, _ = _static_shape(dtype)
+    full = conform_shape((len(flat),), shape, shrink)
+    if list(full[:-1]) != sizes:
+        raise RuntimeError(f'pbc.reshape(): shape {tuple(full)} does not fit '
+                           f'{dtype.__name__} (static sizes {tuple(sizes)})')
+    n = math.prod(full)
+    if n < len(flat):
+        flat = gather(type(flat), flat, _runtime.counter(_runtime.class_for(flat, 'uint32'), n))
+    return unravel(dtype, flat, order)
+
+
+def _leaf(x):
+    while not isinstance(x, ArrayBase):
+        x = x._pbc_children()[0]
+    return x
+
+
+def _map_leaves(x, fn):
+    if isinstance(x, ArrayBase):
+        return fn(x)
+    return x._pbc_rebuild([_map_leaves(c, fn) for c in x._pbc_children()])
+
+
 def conform_shape(in_shape, shape, shrink=False):
     """Target `shape` (an int or a tuple, with at most one -1) for an input of in_shape;
     RuntimeError if the sizes differ (or, with shrink, if the target is larger)."""
@@ -156,6 +196,6 @@ def conform_shape(in_shape, shape, shrink=False):
                                f'for {size} elements')
         shape = tuple(size // known if s == -1 else s for s in shape)
     elif known != size and not (shrink and known < size):
-        raise RuntimeError(f'pbc.reshape(): mismatched array sizes (input: {size} elements '
-                           f'of shape {tuple(in_shape)}, target: {known} of shape {shape})')
+        raise RuntimeError(f'pbc.reshape(): mismatched array sizes (input: {size}, target: '
+                           f'{known}): shapes {tuple(in_shape)} and {shape}')
     return shape

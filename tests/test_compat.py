@@ -332,3 +332,37 @@ def test_division_operators_follow_dr_jit():
     assert (Int(7, -7) / 2.0).numpy().tolist() == [3.5, -3.5]       # promotes to Float
     with pytest.raises(RuntimeError, match='cannot reinterpret-cast between types of different'):
         pbc.reinterpret_array(pbc.llvm.UInt64, Float(1.0))
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(0, 6), st.sampled_from(['C', 'F', 'A']),
+       st.sampled_from(['Array2f', 'Array3i', 'Array4u', 'Matrix2f', 'Matrix3f']))
+def test_ravel_and_unravel_against_numpy(width, order, name):
+    T = getattr(pbc.llvm, name)
+    rng = np.random.default_rng(width)
+    data = rng.integers(0, 100, pbc.shape(pbc.zeros(T, width))).astype(np.float32)
+    x = T(data) if issubclass(T, pbc.vector.StaticArray) else T._from(
+        [T.Row(row) for row in data]) if width else T()
+    flat = pbc.ravel(x, order)
+    want = data.ravel(order='F' if order == 'A' else order) if width else np.zeros(0)
+    assert flat.numpy().tolist() == want.tolist()
+    back = pbc.unravel(T, flat, order)
+    assert np.array_equal(np.asarray(back.numpy()).reshape(data.shape), data)
+
+
+def test_ravel_reshape_errors_and_static_reshapes():
+    v = Array3f([1, 2, 3], [4, 5, 6], 7)
+    assert pbc.ravel(Float(1, 2)).numpy().tolist() == [1, 2] and pbc.ravel(2.5) == 2.5
+    with pytest.raises(RuntimeError, match='order parameter must equal'):
+        pbc.ravel(v, order='Q')
+    with pytest.raises(RuntimeError, match='ragged'):
+        pbc.ravel(Array3f(Float(1, 2), Float(3, 4), Float(5, 6, 7)))
+    with pytest.raises(RuntimeError, match='not divisible'):
+        pbc.unravel(Array3f, Float(1, 2, 3, 4))
+    value = Array2f([1, 2, 3], [4, 5, 6])
+    c = pbc.reshape(dtype=Array3f, value=value, shape=(3, -1), order='C')
+    assert c.numpy().tolist() == [[1, 2], [3, 4], [5, 6]]
+    with pytest.raises(RuntimeError, match=r'mismatched array sizes \(input: 6, target: 20\)'):
+        pbc.reshape(dtype=Array3f, value=value, shape=(4, 5))
+    s = pbc.reshape(Array2f, Array2f(pbc.arange(Float, 10), 1), 5, shrink=True)
+    assert s.numpy().tolist() == [[0, 1, 2, 3, 4], [1, 1, 1, 1, 1]]

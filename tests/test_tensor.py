@@ -394,8 +394,10 @@ def test_reshape():
         pbc.reshape(t, (-1, -1))
     with pytest.raises(RuntimeError, match="'C'"):
         pbc.reshape(t, (3, 4), order='F')
+    # a static array goes through its flat form (pbc.ravel)
+    assert pbc.reshape(TensorXf, Array3f(1, 2, 3), (3,)).numpy().tolist() == [1, 2, 3]
     with pytest.raises(TypeError, match='reshapes tensors and flat arrays'):
-        pbc.reshape(TensorXf, Array3f(1, 2, 3), (3,))
+        pbc.reshape(TensorXf, 'text', (3,))
 
 
 @st.composite
