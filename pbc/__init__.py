@@ -155,6 +155,7 @@ from .traits import (
                        value_t,
 )
 
+VarState = _runtime.VarState
 thread_count = _runtime.thread_count
 flush_malloc_cache = _runtime.flush_malloc_cache
 set_thread_count = _runtime.set_thread_count

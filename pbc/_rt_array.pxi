@@ -1,7 +1,22 @@
 # ArrayBase: the base of every flat JIT array class. Its operators live here, in Cython, so
 # that tracing `a + b` from Python costs one call, one promotion and one hash lookup.
 
+import enum
+
 import numpy as np
+
+
+class VarState(str, enum.Enum):
+    """What an array's variable is now, as Dr.Jit's VarState (a str: `x.state ==
+    'literal'` works too)."""
+    Invalid = 'invalid'             # an empty array: no variable
+    Literal = 'literal'             # a constant, in no memory
+    Undefined = 'undefined'
+    Unevaluated = 'unevaluated'     # an expression not computed yet
+    Evaluated = 'evaluated'         # in memory
+    Dirty = 'dirty'                 # in memory, with queued scatters
+    Symbolic = 'symbolic'           # a value of a loop or call body being recorded
+    Mixed = 'mixed'                 # (vectors: components in different states)
 
 NUMPY_DTYPES = (None, np.bool_, np.int32, np.uint32, np.int64, np.uint64, np.float32, np.float64)
 cdef list CLASSES = [None] * 32       # (backend * 16 + type) -> Python class
@@ -235,11 +250,17 @@ cdef class ArrayBase:
 
     @property
     def state(self):
-        """'literal', 'evaluated', 'unevaluated' or 'invalid' (an empty array)."""
+        """The VarState of the array's variable."""
         if self._index == 0:
-            return 'invalid'
-        cdef uint16_t op = vars[self._index].op
-        return 'literal' if op == OP_LITERAL else ('evaluated' if op == OP_DATA else 'unevaluated')
+            return VarState.Invalid
+        cdef Var* v = &vars[self._index]
+        if v.flags & F_DIRTY:
+            return VarState.Dirty
+        if v.op == OP_LITERAL:
+            return VarState.Literal
+        if v.op == OP_DATA:
+            return VarState.Evaluated
+        return VarState.Symbolic if node_scope(self._index) else VarState.Unevaluated
 
     def _set_index(self, uint32_t idx):
         """Rebinds this array to variable idx (takes a new reference to it)."""

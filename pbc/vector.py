@@ -9,7 +9,7 @@ import operator
 
 import numpy as np
 
-from ._runtime import ArrayBase, op_binary
+from ._runtime import ArrayBase, VarState, op_binary
 from .printing import array_repr
 
 _VECTORS = {}      # (size, flat class) -> vector class
@@ -20,6 +20,11 @@ def vector_type(size, flat):
 
 
 OPERANDS = (ArrayBase, int, float, bool, list, tuple, np.ndarray, np.number, np.bool_)
+
+
+def _common_state(parts):
+    states = {p.state for p in parts}
+    return states.pop() if len(states) == 1 else VarState.Mixed
 
 
 def _is_mask(i):
@@ -163,6 +168,11 @@ class StaticArray:
     def width(self):
         return max((c.width() if isinstance(c, StaticArray) else len(c) for c in self._items),
                    default=0)
+
+    @property
+    def state(self):
+        """The components' common VarState, or VarState.Mixed."""
+        return _common_state(self._items)
 
     @property
     def shape(self):
@@ -383,6 +393,10 @@ class Matrix:
 
     def __hash__(self):
         return id(self) >> 4
+
+    @property
+    def state(self):
+        return _common_state(self._rows)
 
     @property
     def T(self):

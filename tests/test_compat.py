@@ -366,3 +366,26 @@ def test_ravel_reshape_errors_and_static_reshapes():
         pbc.reshape(dtype=Array3f, value=value, shape=(4, 5))
     s = pbc.reshape(Array2f, Array2f(pbc.arange(Float, 10), 1), 5, shrink=True)
     assert s.numpy().tolist() == [[0, 1, 2, 3, 4], [1, 1, 1, 1, 1]]
+
+
+def test_var_state():
+    VS = pbc.VarState
+    a = Array3f(1, 2, 3)
+    assert a.state == VS.Literal and a.state == 'literal'
+    a.x = Float(1, 2, 3)
+    assert a.x.state == VS.Evaluated and a.state == VS.Mixed
+    a.y = a.x + 1
+    assert a.y.state == VS.Unevaluated
+    assert Float().state == VS.Invalid
+    t = pbc.zeros(Float, 3)
+    pbc.scatter(t, 1, UInt32(0))
+    assert t.state == VS.Dirty
+    pbc.eval(t)
+    assert t.state == VS.Evaluated
+    seen = []
+
+    def body(i):
+        seen.append(i.state)
+        return (i + 1,)
+    pbc.while_loop((UInt32(0, 1),), lambda i: i < 3, body, mode='symbolic')
+    assert seen == [VS.Symbolic]
