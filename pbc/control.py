@@ -66,7 +66,7 @@ def _as_state(value, n, what):
         value = (value,)
     if not isinstance(value, (tuple, list)) or len(value) != n:
         raise StateError(f'pbc.{what}: the body must return a tuple of the {n} state '
-                        f'variables, got {type(value).__name__}')
+                         f'variables, got {type(value).__name__}')
     return tuple(value)
 
 
@@ -85,23 +85,23 @@ def _check_same(old, new, names, what):
         if isinstance(a, ArrayBase) and isinstance(b, ArrayBase):
             if type(a) is not type(b):
                 raise StateError(f"pbc.{what}: '{path}' changes type from {type(a).__name__} "
-                                f'to {type(b).__name__} in the loop body; convert it '
-                                f'explicitly, e.g. {type(a).__name__}(...)')
+                                 f'to {type(b).__name__} in the loop body; convert it '
+                                 f'explicitly, e.g. {type(a).__name__}(...)')
         elif isinstance(a, ArrayBase) or isinstance(b, ArrayBase):
             hint = ('initialize it as a JIT array before the loop, e.g. '
                     f'{type(b).__name__}({a!r})' if isinstance(b, ArrayBase) else '')
             raise StateError(f"pbc.{what}: '{path}' changes from {_describe(a)} to "
-                            f'{_describe(b)} in the loop body; {hint}'.rstrip('; '))
+                             f'{_describe(b)} in the loop body; {hint}'.rstrip('; '))
         elif not (a is b or (type(a) is type(b) and _equal(a, b))):
             raise StateError(f"pbc.{what}: '{path}' is {_describe(a)}, not a JIT array, and "
-                            f'the loop body changes it to {_describe(b)}: initialize it as a '
-                            'JIT array before the loop to make it loop state')
+                             f'the loop body changes it to {_describe(b)}: initialize it as a '
+                             'JIT array before the loop to make it loop state')
     else:
         if len(before) == len(after):
             return
         path, path2 = (before + after)[min(len(before), len(after))][0], '(nothing)'
     raise StateError(f'pbc.{what}: the loop body changes the structure of its state '
-                    f'(at {path} / {path2})')
+                     f'(at {path} / {path2})')
 
 
 def _equal(a, b):
@@ -217,7 +217,7 @@ def _record(state, arrays, build, cond, body, names, width, fixed):
     loop_arrays = [i for i in range(len(arrays)) if i not in fixed]
     if not arrays:
         raise StateError('pbc.while_loop: a loop with a JIT condition needs at least one JIT '
-                        'array in its state')
+                         'array in its state')
     backend = arrays[0]._backend_code
     start, phis = _runtime.loop_begin([arrays[i].index for i in loop_arrays], width, backend)
     try:
@@ -230,12 +230,12 @@ def _record(state, arrays, build, cond, body, names, width, fixed):
         c = _condition(call_user(cond, st, W, 'loop condition'), W)
         if not isinstance(c, ArrayBase):
             raise StateError(f'pbc.while_loop: the condition must stay a Bool array, got '
-                            f'{type(c).__name__}')
+                             f'{type(c).__name__}')
         if len(c) not in (1, width):
             if width == 1:
                 raise _Retry(len(c), fixed)
             raise SizeError(f'pbc.while_loop: the condition has width {len(c)}, the loop '
-                             f'state {width}')
+                            f'state {width}')
         _runtime.loop_cond(start, c)
         new = _as_state(call_user(body, st, W, 'loop body'), len(state), 'while_loop')
         _check_same(state, new, names, 'while_loop')
@@ -253,7 +253,7 @@ def _record(state, arrays, build, cond, body, names, width, fixed):
         if effects > width:
             if width != 1:
                 raise SizeError(f'pbc.while_loop: a scatter or print in the loop body has '
-                                 f'width {effects}, the loop {width}')
+                                f'width {effects}, the loop {width}')
             raise _Retry(effects, fixed)
         if flag(JitFlag.OptimizeLoops):
             same = {i for i, p in zip(loop_arrays, phis)
@@ -492,7 +492,7 @@ def _merge(cond, t, f, path):
                                  f'the other; convert one explicitly')
         elif not isinstance(t if isinstance(f, ArrayBase) else f, scalar):
             raise StateError(f"pbc.if_stmt: '{path}' is {_describe(t)} in one branch and "
-                            f'{_describe(f)} in the other')
+                             f'{_describe(f)} in the other')
         return select(cond, t, f)
     pt, pf = children(t), children(f)
     if pt is None or pf is None:
@@ -501,7 +501,7 @@ def _merge(cond, t, f, path):
         if isinstance(t, scalar) and isinstance(f, scalar):
             return select(cond, t, f)            # e.g. `1.0 if c else 0.0`: a JIT array
         raise StateError(f"pbc.if_stmt: '{path}' differs between the branches ({_describe(t)} "
-                        f'and {_describe(f)}) and is not a JIT array: make it one')
+                         f'and {_describe(f)}) and is not a JIT array: make it one')
     if type(t) is not type(f) or len(pt) != len(pf):
         raise StateError(f"pbc.if_stmt: '{path}' has a different structure in the two branches")
     if isinstance(t, dict) and list(t) != list(f):

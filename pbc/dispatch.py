@@ -340,7 +340,7 @@ def _symbolic(selector, active, targets, args, what):
                                          'target returns an empty array)')
                     if len(x) not in (1, width):
                         raise SizeError(f'pbc: a target of {what} returns an array of width '
-                                         f'{len(x)} for a call of width {width}')
+                                        f'{len(x)} for a call of width {width}')
             except BaseException:
                 _runtime.call_abort(start)
                 raise
@@ -585,7 +585,7 @@ def _scatter_into(out, r, lanes, what):
     if isinstance(out, ArrayBase):
         if isinstance(r, ArrayBase) and type(r) is not type(out):
             raise StateError(f'pbc: the targets of {what} return {type(out).__name__} and '
-                            f'{type(r).__name__}')
+                             f'{type(r).__name__}')
         scatter(out, r, lanes)
         return
     po, pr = children(out), children(r)
