@@ -75,8 +75,9 @@ def _describe(x):
         else f'{type(x).__name__} {x!r}'
 
 
-def _check_same(old, new, names, what):
-    """Raises if `new` state differs from `old` in structure, array types or other values."""
+def _check_same(old, new, names, what, strict=True):
+    """Raises if `new` state differs from `old` in structure, array types or (`strict`)
+    other values."""
     before, after = [[pv for i, s in enumerate(st) for pv in paths(s, names[i])]
                      for st in (old, new)]
     for (path, a), (path2, b) in zip(before, after):
@@ -92,7 +93,7 @@ def _check_same(old, new, names, what):
                     f'{type(b).__name__}({a!r})' if isinstance(b, ArrayBase) else '')
             raise StateError(f"pbc.{what}: '{path}' changes from {_describe(a)} to "
                              f'{_describe(b)} in the loop body; {hint}'.rstrip('; '))
-        elif not (a is b or (type(a) is type(b) and _equal(a, b))):
+        elif strict and not (a is b or (type(a) is type(b) and _equal(a, b))):
             raise StateError(f"pbc.{what}: '{path}' is {_describe(a)}, not a JIT array, and "
                              f'the loop body changes it to {_describe(b)}: initialize it as a '
                              'JIT array before the loop to make it loop state')
@@ -143,7 +144,9 @@ def while_loop(state, cond, body, labels=(), label=None, mode=None, max_iteratio
     """Runs `state = body(*state)` while `cond(*state)` holds and returns the final state.
     See API.md, "Control flow". `max_iterations` is accepted for reverse-mode AD through
     symbolic loops. `compress=True` makes an evaluated loop run each iteration on just the
-    lanes still in the loop (a symbolic loop ignores it, as Dr.Jit's)."""
+    lanes still in the loop (a symbolic loop ignores it, as Dr.Jit's). `strict=False` lets
+    the body change Python values in the state: they come out as the last run of the body
+    left them (for a symbolic loop, its recording)."""
     state = tuple(state)
     c = _condition(call_user(cond, state, W, 'loop condition'), W)
     if not isinstance(c, ArrayBase):
@@ -160,10 +163,10 @@ def while_loop(state, cond, body, labels=(), label=None, mode=None, max_iteratio
     stash = _runtime.stash_refs(flatten(state)[0])
     try:
         if not evaluated:
-            return _symbolic_loop(state, cond, body, names, c)
+            return _symbolic_loop(state, cond, body, names, c, strict)
         if compress:
-            return _compressed_loop(state, cond, body, names, c)
-        return _evaluated_loop(state, cond, body, names, c)
+            return _compressed_loop(state, cond, body, names, c, strict)
+        return _evaluated_loop(state, cond, body, names, c, strict)
     finally:
         _runtime.unstash_refs(stash)
 
@@ -192,7 +195,7 @@ class _Retry(Exception):
     """Internal: record the loop again (invariant state found, or the width grew)."""
 
 
-def _symbolic_loop(state, cond, body, names, c):
+def _symbolic_loop(state, cond, body, names, c, strict):
     arrays, build = flatten(state)
     fixed = set()          # state arrays found loop-invariant: kept out of the loop
     try:
@@ -206,14 +209,14 @@ def _symbolic_loop(state, cond, body, names, c):
             raise
     for _ in range(len(arrays) + 3):
         try:
-            return _record(state, arrays, build, cond, body, names, width, fixed)
+            return _record(state, arrays, build, cond, body, names, width, fixed, strict)
         except _Retry as r:
             _stats['rerecorded'] += 1
             width, fixed = r.args
     raise RuntimeError('pbc.while_loop: the loop state does not settle')
 
 
-def _record(state, arrays, build, cond, body, names, width, fixed):
+def _record(state, arrays, build, cond, body, names, width, fixed, strict):
     loop_arrays = [i for i in range(len(arrays)) if i not in fixed]
     if not arrays:
         raise StateError('pbc.while_loop: a loop with a JIT condition needs at least one JIT '
@@ -238,7 +241,7 @@ def _record(state, arrays, build, cond, body, names, width, fixed):
                             f'state {width}')
         _runtime.loop_cond(start, c)
         new = _as_state(call_user(body, st, W, 'loop body'), len(state), 'while_loop')
-        _check_same(state, new, names, 'while_loop')
+        _check_same(state, new, names, 'while_loop', strict)
         _check_initialized(new, names, W)
         new_arrays, _ = flatten(new)
         wide = [i for i, x in enumerate(new_arrays) if len(x) not in (1, width)
@@ -284,7 +287,7 @@ def _broadcast(a, width):
     return gather(type(a), a, _runtime.literal(_runtime.class_for(a, 'uint32'), 0, width))
 
 
-def _evaluated_loop(state, cond, body, names, c):
+def _evaluated_loop(state, cond, body, names, c, strict):
     """One kernel per iteration: lanes whose condition fails keep their state (and their
     side effects are masked), until no lane is left."""
     if _runtime.recording_depth():
@@ -325,7 +328,7 @@ def _evaluated_loop(state, cond, body, names, c):
             new = _as_state(call_user(body, work, W, 'loop body'), len(state), 'while_loop')
         finally:
             _runtime.mask_pop()
-        _check_same(state, new, names, 'while_loop')
+        _check_same(state, new, names, 'while_loop', strict)
         _check_initialized(new, names, W)
         mutated = [a or b for a, b in zip(mutated, snap.same_path(new))]
         new_arrays, build_new = flatten(new)
@@ -348,7 +351,7 @@ _COMPRESSED = (' (with compress=True, each iteration runs on just the lanes stil
                'pbc.hint(..., include=[n]))')
 
 
-def _compressed_loop(state, cond, body, names, c):
+def _compressed_loop(state, cond, body, names, c, strict):
     """An evaluated loop whose every iteration runs on just the lanes still in it: they are
     gathered into smaller arrays (the lanes of an enclosing conditional count), and written
     back into the full-width state as they change, so the work shrinks with the lanes."""
@@ -378,7 +381,7 @@ def _compressed_loop(state, cond, body, names, c):
         try:
             new = _as_state(call_user(body, work, W, 'loop body', size_hint=_COMPRESSED),
                             len(state), 'while_loop')
-            _check_same(state, new, names, 'while_loop')
+            _check_same(state, new, names, 'while_loop', strict)
             for a, b in zip(full, flatten(new)[0]):
                 _runtime.scatter(a, b, lanes)
         finally:
@@ -400,6 +403,8 @@ def if_stmt(args, cond, true_fn, false_fn, arg_labels=(), rv_labels=(), label=No
     args = tuple(args)
     labels = tuple(rv_labels or labels)
     cond = _condition(cond, 'pbc.if_stmt()')
+    if isinstance(cond, ArrayBase) and len(cond) == 1 and cond.state == 'literal':
+        cond = bool(cond[0])          # the same on every lane: only that branch runs
     if not isinstance(cond, ArrayBase):
         return call_user(true_fn if cond else false_fn, args, 'pbc.if_stmt()',
                          'true_fn' if cond else 'false_fn')

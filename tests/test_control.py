@@ -632,3 +632,34 @@ def test_arguments_changed_in_place_in_a_branch_reach_the_caller(mode):
     x = pbc.arange(UInt32, 3)
     y = ret_dec(x, mode)
     assert x.numpy().tolist() == [0, 1, 2] and y.numpy().tolist() == [0, 1, 1]
+
+
+def test_non_strict_loops_and_uniform_conditions():
+    # strict=False: Python values in the state may change (as the last run of the body, for
+    # a symbolic loop its recording, left them)
+    def body(i, runs):
+        return i + 1, runs + 1
+
+    i, runs = pbc.while_loop((UInt32(0, 2), 0), lambda i, runs: i < 5, body, strict=False,
+                             mode='symbolic')
+    assert i.numpy().tolist() == [5, 5] and runs >= 1
+    i, runs = pbc.while_loop((UInt32(0, 2), 0), lambda i, runs: i < 5, body, strict=False,
+                             mode='evaluated')
+    assert runs == 5
+    with pytest.raises(TypeError, match="'state\\[1\\]' is int 0"):
+        pbc.while_loop((UInt32(0, 2), 0), lambda i, runs: i < 5, body)
+    # a literal condition of one lane runs only its branch, as Python would
+    calls = []
+
+    def f(x):
+        calls.append('f')
+        return x + 1
+
+    def g(x):
+        calls.append('g')
+        return x + pbc.opaque(UInt32, 2)
+
+    for mode in MODES:
+        r = pbc.if_stmt((UInt32(4),), Bool(True), f, g, mode=mode)
+        assert r.state == pbc.VarState.Literal and r[0] == 5
+    assert calls == ['f', 'f']
