@@ -120,6 +120,10 @@ def reshape(*args, **kwargs):
         raise RuntimeError(f"pbc.reshape(): 'order' must be 'A', 'C' or 'F', not {order!r}")
     if isinstance(dtype, type) and issubclass(dtype, (StaticArray, Matrix)):
         return _reshape_static(dtype, value, p['shape'], order, shrink)
+    if isinstance(value, (list, tuple, dict)):     # a tree: each of its arrays, as itself
+        from .tree import children, rebuild
+        return rebuild(value, [reshape(type(x), x, p['shape'], order, shrink)
+                               for x in children(value)])
     if isinstance(value, (StaticArray, Matrix)):      # through its flat form (pbc.ravel)
         from .ravel import ravel
         value = ravel(value, order)

@@ -723,3 +723,11 @@ def test_tensors_as_loop_state_and_conditions(mode, in_place):
     x = TensorXu(np.arange(6, dtype=np.uint32).reshape(2, 3))
     r = g(x, mode)
     assert r.shape == (2, 3) and r.numpy().tolist() == [[0, 1, 2], [30, 40, 50]]
+
+
+def test_reshape_of_a_tree_reshapes_its_arrays():
+    v = pbc.arange(TensorXf, 6)
+    out = pbc.reshape(dtype=dict, value={'a': (v,), 'b': [TensorXf(v)]}, shape=(3, -1))
+    assert type(out) is dict and type(out['a']) is tuple and type(out['b']) is list
+    assert out['a'][0].shape == (3, 2) and out['a'][0].numpy().tolist() == [[0, 1], [2, 3],
+                                                                            [4, 5]]
