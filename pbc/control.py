@@ -85,14 +85,15 @@ def _check_same(old, new, names, what, strict=True):
             break
         if isinstance(a, ArrayBase) and isinstance(b, ArrayBase):
             if type(a) is not type(b):
-                raise StateError(f"pbc.{what}: '{path}' changes type from {type(a).__name__} "
-                                 f'to {type(b).__name__} in the loop body; convert it '
-                                 f'explicitly, e.g. {type(a).__name__}(...)')
+                raise StateError(f"pbc.{what}: the type of state variable '{path}' changed from "
+                                 f'{type(a).__name__} to {type(b).__name__} in the loop body; '
+                                 f'convert it explicitly, e.g. {type(a).__name__}(...)')
         elif isinstance(a, ArrayBase) or isinstance(b, ArrayBase):
             hint = ('initialize it as a JIT array before the loop, e.g. '
                     f'{type(b).__name__}({a!r})' if isinstance(b, ArrayBase) else '')
-            raise StateError(f"pbc.{what}: '{path}' changes from {_describe(a)} to "
-                             f'{_describe(b)} in the loop body; {hint}'.rstrip('; '))
+            raise StateError(f"pbc.{what}: the type of state variable '{path}' changed from "
+                             f'{_describe(a)} to {_describe(b)} in the loop body; '
+                             f'{hint}'.rstrip('; '))
         elif strict and not (a is b or (type(a) is type(b) and _equal(a, b))):
             raise StateError(f"pbc.{what}: '{path}' is {_describe(a)}, not a JIT array, and "
                              f'the loop body changes it to {_describe(b)}: initialize it as a '
@@ -183,6 +184,16 @@ def _width(arrays, what, names):
     return n
 
 
+def _size_change(state, names, k, old, new, width, fixed):
+    """The message for array k of a loop's state whose width does not fit the loop's."""
+    name = _path_of(state, names, k)
+    if fixed:            # of another width from the start
+        return (f'pbc.while_loop: this operation processes arrays of size {width}, while '
+                f"state variable '{name}' has an incompatible size {len(old)}.")
+    return (f"pbc.while_loop: the size of state variable '{name}' of type "
+            f'{type(old).__name__} changed from {width} to {len(new)} in the loop body')
+
+
 def _path_of(state, names, k):
     """The name of the k-th array of `state` (for error messages)."""
     found = [p for i, s in enumerate(state)
@@ -249,9 +260,9 @@ def _record(state, arrays, build, cond, body, names, width, fixed, strict):
         if wide and width == 1 and len({len(new_arrays[i]) for i in wide}) == 1:
             raise _Retry(len(new_arrays[wide[0]]), fixed)
         if wide:
-            raise SizeError(f"pbc.while_loop: state variable '{_path_of(state, names, wide[0])}'"
-                            f' has width {len(new_arrays[wide[0]])} after the loop body, the '
-                            f'loop {width}')
+            k = wide[0]
+            raise SizeError(_size_change(state, names, k, arrays[k], new_arrays[k], width,
+                                         k in fixed))
         effects = _runtime.loop_effect_width(start)
         if effects > width:
             if width != 1:
@@ -291,8 +302,8 @@ def _evaluated_loop(state, cond, body, names, c, strict):
     """One kernel per iteration: lanes whose condition fails keep their state (and their
     side effects are masked), until no lane is left."""
     if _runtime.recording_depth():
-        raise RuntimeError('pbc.while_loop: an evaluated loop cannot run inside a symbolic '
-                           "loop body; use mode='symbolic' for the inner loop")
+        raise RuntimeError('pbc.while_loop: cannot execute a loop in *evaluated mode* inside '
+                           "a symbolic loop body; use mode='symbolic' for the inner loop")
     arrays, build = flatten(state)
     width = len(c) if len(c) != 1 else _width(arrays, 'while_loop', names)
     # (state of another width can only be loop-invariant, as in a symbolic loop)
@@ -334,10 +345,10 @@ def _evaluated_loop(state, cond, body, names, c, strict):
         new_arrays, build_new = flatten(new)
         changed = [ch or a.index != b.index
                    for ch, a, b in zip(changed, old_arrays, new_arrays)]
-        for i in odd:
-            if changed[i]:
-                raise SizeError(f"pbc.while_loop: state variable '{_path_of(state, names, i)}' "
-                                f'has width {len(old_arrays[i])}, the loop {width}')
+        for i, (a, b) in enumerate(zip(old_arrays, new_arrays)):
+            # (a loop of width 1 may grow, as a symbolic one does)
+            if changed[i] if i in odd else width != 1 and len(b) not in (1, width):
+                raise SizeError(_size_change(state, names, i, a, b, width, i in odd))
         state = build_new([a if a.index == b.index else select(c, b, a)
                            for a, b in zip(old_arrays, new_arrays)])
         active = c
@@ -356,8 +367,8 @@ def _compressed_loop(state, cond, body, names, c, strict):
     gathered into smaller arrays (the lanes of an enclosing conditional count), and written
     back into the full-width state as they change, so the work shrinks with the lanes."""
     if _runtime.recording_depth():
-        raise RuntimeError('pbc.while_loop: an evaluated loop cannot run inside a symbolic '
-                           "loop body; use mode='symbolic' for the inner loop")
+        raise RuntimeError('pbc.while_loop: cannot execute a loop in *evaluated mode* inside '
+                           "a symbolic loop body; use mode='symbolic' for the inner loop")
     arrays, build = flatten(state)
     width = _width(arrays + [c], 'while_loop', names)
     original = nodes(state)[0]

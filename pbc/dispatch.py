@@ -331,7 +331,7 @@ def _symbolic(selector, active, targets, args, what):
                 if first is None:
                     first, types = r, [type(x) for x in leaves]
                 else:
-                    why = mismatch(first, r, 'result')
+                    why = mismatch(r, first, 'result')
                     if why:
                         raise StateError(f'pbc: the targets of {what} disagree: {why}')
                 for x in leaves:
@@ -544,7 +544,7 @@ def _evaluated(selector, active, targets, args, what):
             if out is None:
                 out, first = _zeros_like(r, width, selector), r
             else:
-                why = mismatch(first, r, 'result')
+                why = mismatch(r, first, 'result')
                 if why:
                     raise StateError(f'pbc: the targets of {what} disagree: {why}')
             _scatter_into(out, r, lanes, what)

@@ -231,7 +231,7 @@ def test_pcg32_bounded_is_a_loop():
 
 # ---- errors ----------------------------------------------------------------------------------
 def test_type_change_names_the_variable():
-    with pytest.raises(TypeError, match="'x' changes type from Float32 to Float64"):
+    with pytest.raises(TypeError, match="'x' changed from Float32 to Float64"):
         pbc.while_loop((Float(1), UInt32(0)), lambda x, i: i < 3,
                        lambda x, i: (pbc.llvm.Float64(x), i + 1), labels=('x', 'i'))
 
@@ -453,14 +453,14 @@ def test_exceptions_in_branches_are_runtime_errors_with_the_cause(mode):
 def test_state_diagnostics_are_also_runtime_errors():
     # pbc's own diagnostics keep their natural type and are RuntimeErrors, as in Dr.Jit
     for error in (TypeError, RuntimeError):
-        with pytest.raises(error, match="'x' changes type"):
+        with pytest.raises(error, match="'x' changed from"):
             pbc.while_loop((Float(1), UInt32(0)), lambda x, i: i < 3,
                            lambda x, i: (pbc.llvm.Float64(x), i + 1), labels=('x', 'i'))
         with pytest.raises(error, match="'result\\[0\\]' changed from Float32 in one branch"):
             pbc.if_stmt((Float(1, 2),), Bool(True, False), lambda x: (x,),
                         lambda x: (UInt32(1),))
     for mode in MODES:
-        with pytest.raises(ValueError, match='width'):
+        with pytest.raises(ValueError, match='incompatible size 2'):
             pbc.while_loop((UInt32(1, 2, 3), UInt32(1, 2)), lambda a, b: a < 3,
                            lambda a, b: (a + 1, b + 1), mode=mode)
         # state of another width that the body leaves alone is loop-invariant: allowed
@@ -663,3 +663,18 @@ def test_non_strict_loops_and_uniform_conditions():
         r = pbc.if_stmt((UInt32(4),), Bool(True), f, g, mode=mode)
         assert r.state == pbc.VarState.Literal and r[0] == 5
     assert calls == ['f', 'f']
+
+
+@pytest.mark.parametrize('mode', MODES)
+def test_width_errors_name_the_variable(mode):
+    with pytest.raises(RuntimeError, match="the size of state variable 'i' of type UInt32 "
+                                           'changed from 2 to 3'):
+        pbc.while_loop((UInt32(5, 10),), lambda i: i < 10, lambda i: (UInt32(10, 11, 12),),
+                       labels=('i',), mode=mode)
+    with pytest.raises(RuntimeError, match="processes arrays of size 3, while state variable "
+                                           "'j' has an incompatible size 2"):
+        pbc.while_loop((UInt32(5, 6, 7), UInt32(2, 7)), lambda i, j: i < 10,
+                       lambda i, j: (i + 1, j + 1), labels=('i', 'j'), mode=mode)
+    with pytest.raises(RuntimeError, match="the type of state variable 'i' changed from UInt32"):
+        pbc.while_loop((UInt32(5),), lambda i: i < 10, lambda i: (None,), labels=('i',),
+                       mode=mode)

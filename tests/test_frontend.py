@@ -173,7 +173,7 @@ def test_golden_for_range_chooses_at_run_time():
 _pbc_body_1, labels=('total', '_pbc_i_1'))
             return total''')
     assert triangle(5) == 10
-    with pytest.raises(TypeError, match="'total' changes from int 0 to UInt32"):
+    with pytest.raises(TypeError, match="'total' changed from int 0 to UInt32"):
         triangle(UInt32(0, 1, 5))       # a JIT loop needs JIT state: total = UInt32(0)
 
 
