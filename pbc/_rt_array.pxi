@@ -408,13 +408,11 @@ cdef object inplace(ArrayBase self, object r):
 cdef object lanes_of(object key, uint32_t n, uint8_t backend):
     """The lanes a slice, index array or sequence selects, as UInt32 indices (a slice
     becomes a counter expression, not memory)."""
-    cdef uint32_t count, r
+    cdef uint32_t count
     if isinstance(key, slice):
         start, stop, step = key.indices(n)
         count = len(range(start, stop, step))
-        r = var_new(OP_COUNTER, T_UINT32, count, 0, 0, 0, 0, 0, 0, backend) if count > 1 \
-            else var_literal(T_UINT32, count, 0, backend)
-        idx = wrap(backend, T_UINT32, r)
+        idx = wrap(backend, T_UINT32, counter_var(count, backend))
         return idx if start == 0 and step == 1 else idx * step + start
     if kind_of(key) not in (T_INT32, T_UINT32, T_INT64, T_UINT64):
         raise TypeError(f'pbc: arrays are indexed by integers, slices or integer arrays, not '
@@ -526,13 +524,17 @@ def literal(cls, value, uint32_t size=1):
     return wrap(cls._backend_code, vt, var_literal(vt, size, scalar_bits(value, vt),
                                                    cls._backend_code))
 
-def counter(cls, uint32_t size):
-    """0, 1, ..., size-1 as UInt32 (the kernel's lane index). A counter of width 0 or 1 is
-    a literal: in a kernel it would be rendered as the lane index of a wider launch."""
-    cdef uint8_t be = cls._backend_code
+cdef uint32_t counter_var(uint32_t size, uint8_t backend) except 0:
+    """New reference to 0, 1, ..., size-1 as UInt32 (the kernel's lane index). A counter of
+    width 0 or 1 is a literal: in a kernel it would be rendered as the lane index of a wider
+    launch."""
     if size <= 1:
-        return wrap(be, T_UINT32, var_literal(T_UINT32, size, 0, be))
-    return wrap(be, T_UINT32, var_new(OP_COUNTER, T_UINT32, size, 0, 0, 0, 0, 0, 0, be))
+        return var_literal(T_UINT32, size, 0, backend)
+    return var_new(OP_COUNTER, T_UINT32, size, 0, 0, 0, 0, 0, 0, backend)
+
+def counter(cls, uint32_t size):
+    """0, 1, ..., size-1 as UInt32 (see counter_var)."""
+    return wrap(cls._backend_code, T_UINT32, counter_var(size, cls._backend_code))
 
 def data_address(ArrayBase a):
     """Address of the evaluated buffer (evaluates; 0 for literals)."""

@@ -18,7 +18,7 @@ from .errors import (
 from .evaluate import eval as _eval
 from .flags import JitFlag, flag
 from .reductions import any as _any
-from .routines import gather, select
+from .routines import broadcast_lanes, gather, select
 from .state import Snapshot, nodes, settle, working_copy
 from .tensor import Tensor
 from .tree import children, flatten, paths, rebuild
@@ -161,6 +161,9 @@ def while_loop(state, cond, body, labels=(), label=None, mode=None, max_iteratio
     # evaluated there)
     evaluated = _mode(mode, JitFlag.SymbolicLoops, 'while_loop') == 'evaluated' and not (
         mode is None and _runtime.recording_depth())
+    if evaluated and _runtime.recording_depth():
+        raise RuntimeError('pbc.while_loop: cannot execute a loop in *evaluated mode* inside '
+                           "a symbolic loop body; use mode='symbolic' for the inner loop")
     stash = _runtime.stash_refs(flatten(state)[0])
     try:
         if not evaluated:
@@ -291,19 +294,9 @@ def _record(state, arrays, build, cond, body, names, width, fixed, strict):
     return settle(new, final, nodes(state)[0], snap.same_path(new))
 
 
-def _broadcast(a, width):
-    """A new array of `a`'s values, `width` lanes wide."""
-    if len(a) == width:
-        return type(a)(a)
-    return gather(type(a), a, _runtime.literal(_runtime.class_for(a, 'uint32'), 0, width))
-
-
 def _evaluated_loop(state, cond, body, names, c, strict):
     """One kernel per iteration: lanes whose condition fails keep their state (and their
     side effects are masked), until no lane is left."""
-    if _runtime.recording_depth():
-        raise RuntimeError('pbc.while_loop: cannot execute a loop in *evaluated mode* inside '
-                           "a symbolic loop body; use mode='symbolic' for the inner loop")
     arrays, build = flatten(state)
     width = len(c) if len(c) != 1 else _width(arrays, 'while_loop', names)
     # (state of another width can only be loop-invariant, as in a symbolic loop)
@@ -313,7 +306,7 @@ def _evaluated_loop(state, cond, body, names, c, strict):
     original = nodes(state)[0]
     mutated = [False] * len(original)
     changed = [False] * len(arrays)       # per array: whether some iteration changed it
-    state = build([a if i in odd else _broadcast(a, width)     # as wide as a symbolic loop's
+    state = build([a if i in odd else broadcast_lanes(a, width)     # as wide as a symbolic loop's
                    for i, a in enumerate(arrays)])
     Bool = type(c)
     outer = _runtime.mask_top(Bool)
@@ -366,15 +359,12 @@ def _compressed_loop(state, cond, body, names, c, strict):
     """An evaluated loop whose every iteration runs on just the lanes still in it: they are
     gathered into smaller arrays (the lanes of an enclosing conditional count), and written
     back into the full-width state as they change, so the work shrinks with the lanes."""
-    if _runtime.recording_depth():
-        raise RuntimeError('pbc.while_loop: cannot execute a loop in *evaluated mode* inside '
-                           "a symbolic loop body; use mode='symbolic' for the inner loop")
     arrays, build = flatten(state)
     width = _width(arrays + [c], 'while_loop', names)
     original = nodes(state)[0]
     mutated = [False] * len(original)
     UInt32 = _runtime.class_for(c, 'uint32')
-    full = [_broadcast(a, width) for a in arrays]           # the results, lane by lane
+    full = [broadcast_lanes(a, width) for a in arrays]           # the results, lane by lane
     lanes = _runtime.counter(UInt32, width) if width > 1 else UInt32(0)
     outer = _runtime.mask_top(type(c))
     if outer is not None:
@@ -382,7 +372,7 @@ def _compressed_loop(state, cond, body, names, c, strict):
     current = build([type(a)(a) for a in full])
     while True:
         _eval(c, current)
-        keep = _runtime.compress(c if len(c) > 1 else _broadcast(c, len(lanes)))
+        keep = _runtime.compress(c if len(c) > 1 else broadcast_lanes(c, len(lanes)))
         if len(keep) == 0:
             return settle(state, full, original, mutated)
         lanes = gather(UInt32, lanes, keep)

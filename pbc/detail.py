@@ -10,13 +10,12 @@ import numpy as np
 from ._runtime import ArrayBase
 from .routines import ReduceOp
 from .tree import mismatch
-from .vector import Matrix, StaticArray
+from .vector import static_shape
 
 
 def _flat_type(tp):
     """The flat array class of type tp (or of its components, for vectors)."""
-    while isinstance(tp, type) and issubclass(tp, (StaticArray, Matrix)):
-        tp = tp.Value if issubclass(tp, StaticArray) else tp.Row
+    _, tp = static_shape(tp)
     if not (isinstance(tp, type) and issubclass(tp, ArrayBase)):
         raise TypeError(f'pbc.detail: {tp!r} is not a pbc array type')
     return tp

@@ -19,11 +19,10 @@ import numpy as np
 
 from . import _runtime
 from ._runtime import ArrayBase
-from .control import _broadcast
 from .errors import SizeError, StateError, call_user
 from .evaluate import eval as _eval
 from .flags import JitFlag, flag
-from .routines import full, gather, scatter, select, zeros
+from .routines import broadcast_lanes, full, gather, scatter, select, zeros
 from .state import working_copy
 from .tree import children, flatten, mismatch, rebuild
 
@@ -253,7 +252,7 @@ def _call(selector, targets, args, mode, what, mask=None):
             raise SizeError(f'pbc: {what}: some of the call arguments have incompatible sizes '
                             f'(encountered arrays of length {width} and {len(a)})')
     if len(selector) != width:
-        selector = _broadcast(selector, width)
+        selector = broadcast_lanes(selector, width)
     Bool = _runtime.class_for(selector, 'bool')
     outer = _runtime.mask_top(Bool)
     active = selector != 0 if outer is None else (selector != 0) & outer

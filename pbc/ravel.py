@@ -11,7 +11,7 @@ import math
 
 from . import _runtime
 from ._runtime import ArrayBase
-from .vector import Matrix, StaticArray
+from .vector import Matrix, StaticArray, static_shape
 
 ORDERS = ('A', 'C', 'F')
 
@@ -21,15 +21,6 @@ def _check_order(order, where):
         raise RuntimeError(f"pbc.{where}(): the order parameter must equal 'A', 'C' or 'F', "
                            f'not {order!r}')
     return 'F' if order == 'A' else order
-
-
-def _static_shape(T):
-    """The static sizes of array type T (outermost first) and its flat component type."""
-    sizes = []
-    while isinstance(T, type) and issubclass(T, (StaticArray, Matrix)):
-        sizes.append(T.Size)
-        T = T.Value if issubclass(T, StaticArray) else T.Row
-    return sizes, T
 
 
 def _components(x, sizes):
@@ -60,7 +51,7 @@ def ravel(array, order='A'):
     order = _check_order(order, 'ravel')
     if not isinstance(array, (StaticArray, Matrix)):
         return array
-    sizes, T = _static_shape(type(array))
+    sizes, T = static_shape(type(array))
     parts = _components(array, sizes)
     widths = {len(c) for _, c in parts} - {1}
     if len(widths) > 1:
@@ -87,7 +78,7 @@ def unravel(dtype, array, order='A'):
         raise TypeError(f'pbc.unravel(): expected a flat array, not {type(array).__name__}')
     if not (isinstance(dtype, type) and issubclass(dtype, (StaticArray, Matrix))):
         return array if type(array) is dtype else dtype(array)
-    sizes, T = _static_shape(dtype)
+    sizes, T = static_shape(dtype)
     count = math.prod(sizes)
     if len(array) % count:
         raise RuntimeError(f'pbc.unravel(): the input size ({len(array)}) is not divisible by '

@@ -12,7 +12,7 @@ import numpy as np
 from . import _runtime
 from ._runtime import ArrayBase, op_binary, op_cast, op_fma, op_select, op_unary
 from .tensor import Tensor
-from .vector import Matrix, StaticArray, vector_type
+from .vector import Matrix, StaticArray, static_shape, vector_type
 
 pi = _pymath.pi
 inf = float('inf')
@@ -99,10 +99,7 @@ def _width_of(T, shape):
     """The lane count that `shape` (an int, or a tuple as pbc.shape() gives: static sizes,
     then lanes) asks of non-tensor type T."""
     if isinstance(shape, (tuple, list)):
-        static, t = [], T
-        while isinstance(t, type) and issubclass(t, (StaticArray, Matrix)):
-            static.append(t.Size)
-            t = t.Value if issubclass(t, StaticArray) else t.Row
+        static, _ = static_shape(T)
         if shape and len(shape) == len(static) + 1 and list(shape[:-1]) != static:
             raise RuntimeError(f'pbc.full(): the provided "shape" and "dtype" parameters are '
                                f'incompatible. ({tuple(shape)} for {T.__name__})')
@@ -570,6 +567,13 @@ def scatter_reduce(op, target, value, index, active=True, mode=ReduceMode.Auto):
 def scatter_add(target, value, index, active=True, mode=ReduceMode.Auto):
     """Atomically adds value to target[index] for each active lane."""
     scatter_reduce(ReduceOp.Add, target, value, index, active, mode)
+
+
+def broadcast_lanes(a, width):
+    """A new array of flat array a's values, `width` lanes wide (a width-1 `a` repeated)."""
+    if len(a) == width:
+        return type(a)(a)
+    return gather(type(a), a, _runtime.literal(_runtime.class_for(a, 'uint32'), 0, width))
 
 
 def _scatter(target, value, index, active, reduce):

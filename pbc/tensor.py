@@ -277,7 +277,7 @@ def _host_array(data, name):
 
 def _from_nested(cls, x):
     """Tensor of static vector or matrix x, of shape pbc.shape(x) (lanes last)."""
-    from .routines import gather, scatter
+    from .routines import broadcast_lanes, scatter
     from .traits import shape as shape_of
     from .tree import leaves
     shape = shape_of(x)
@@ -287,7 +287,7 @@ def _from_nested(cls, x):
     out = _runtime.literal(A, 0, len(parts) * n)
     lane = _runtime.counter(UInt32, n)
     for j, p in enumerate(parts):
-        p = A(p) if len(p) == n else gather(A, A(p), _runtime.literal(UInt32, 0, n))
+        p = broadcast_lanes(A(p), n)
         scatter(out, p, lane + j * n)
     return cls._new(out, shape)
 
@@ -411,13 +411,12 @@ def _result(r, shape):
     n = math.prod(shape)
     if len(r) != n:
         # only a width-1 result can differ: every input was a number or a width-1 array
-        from .routines import gather
-        r = gather(type(r), r, _runtime.literal(_runtime.class_for(r, 'uint32'), 0, n))
+        from .routines import broadcast_lanes
+        r = broadcast_lanes(r, n)
     return tensor_type(type(r))._new(r, shape)
 
 
 # ---- reductions ------------------------------------------------------------------------
-_EMPTY = {'sum': 0, 'prod': 1, 'all': True, 'any': False}
 _UNROLL = 16        # reduce this many elements per output with straight-line code
 
 
@@ -425,7 +424,7 @@ def reduce(name, t, axis=None, keepdims=False):
     """The reduction `name` ('sum', 'prod', 'min', 'max', 'all', 'any', 'mean') of tensor t
     over `axis` (an int, a tuple of them, None or ... for all), as NumPy: a tensor (of shape
     () for a full reduction; with keepdims, reduced axes stay as 1s)."""
-    from .reductions import _lanes
+    from .reductions import _EMPTY, _lanes
     where, ndim, A = f'pbc.{name}()', t.ndim, type(t.array)
     # as Dr.Jit: axis 0 of a 0-d tensor reduces nothing
     axes = () if ndim == 0 and axis == 0 else normalize_axes(axis, ndim, where)

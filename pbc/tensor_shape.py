@@ -10,7 +10,7 @@ import math
 from . import _runtime
 from ._runtime import ArrayBase
 from .tensor import Tensor, c_strides, strided_index
-from .vector import Matrix, StaticArray
+from .vector import Matrix, StaticArray, static_shape
 
 
 def permute(t, axes):
@@ -139,9 +139,7 @@ def reshape(*args, **kwargs):
         raise RuntimeError("pbc.reshape(): tensors are reshaped in C order ('C' or 'A')")
     n = math.prod(shape)
     if n < len(flat):                           # shrink=True: the first n elements
-        from .routines import gather
-        flat = gather(type(flat), flat, _runtime.counter(
-            _runtime.class_for(flat, 'uint32'), n))
+        flat = _first(flat, n)
     if isinstance(dtype, type) and issubclass(dtype, Tensor):
         return dtype._new(dtype.Array(flat), shape)
     if isinstance(dtype, type) and issubclass(dtype, ArrayBase) and len(shape) == 1:
@@ -153,7 +151,7 @@ def reshape(*args, **kwargs):
 def _reshape_static(dtype, value, shape, order, shrink):
     """reshape() to or from static arrays: through their flat form (pbc.ravel), or, with
     shrink and a lane count, their first lanes."""
-    from .ravel import _static_shape, ravel, unravel
+    from .ravel import ravel, unravel
     from .routines import gather
     if shrink and isinstance(shape, int) and isinstance(value, (StaticArray, Matrix)):
         first = _runtime.counter(_runtime.class_for(_leaf(value), 'uint32'), shape)
@@ -162,15 +160,21 @@ def _reshape_static(dtype, value, shape, order, shrink):
                            else type(c)(c)) if type(value) is dtype else \
             reshape(dtype, value, shape)
     flat = ravel(value, order)
-    sizes, _ = _static_shape(dtype)
+    sizes, _ = static_shape(dtype)
     full = conform_shape((len(flat),), shape, shrink)
     if list(full[:-1]) != sizes:
         raise RuntimeError(f'pbc.reshape(): shape {tuple(full)} does not fit '
                            f'{dtype.__name__} (static sizes {tuple(sizes)})')
     n = math.prod(full)
     if n < len(flat):
-        flat = gather(type(flat), flat, _runtime.counter(_runtime.class_for(flat, 'uint32'), n))
+        flat = _first(flat, n)
     return unravel(dtype, flat, order)
+
+
+def _first(flat, n):
+    """The first n elements of flat array `flat`."""
+    from .routines import gather
+    return gather(type(flat), flat, _runtime.counter(_runtime.class_for(flat, 'uint32'), n))
 
 
 def _leaf(x):

@@ -48,6 +48,27 @@ def _components(x, size):
     return (x,) * size
 
 
+# ---- shared by vectors and matrices ----
+def _update_in_place(self, r):
+    """self updated to r (a += b changes the vector or matrix object, as in Dr.Jit): its
+    components change in place, so that names bound to them (vy = v.y) see it too. A result
+    of another type rebinds the name instead."""
+    if r is NotImplemented or type(r) is not type(self):
+        return r
+    assign(self, r)
+    return self
+
+
+def _identity_hash(self):
+    # (== compares lanes), as for flat arrays
+    return id(self) >> 4
+
+
+def _numpy_array(self, dtype=None, copy=None):
+    a = self.numpy()
+    return a if dtype is None else a.astype(dtype)
+
+
 class StaticArray:
     Size = 0
     Value = None          # flat component class
@@ -194,13 +215,7 @@ class StaticArray:
         items = [fn(a) for a in self._items]
         return vector_type(self.Size, type(items[0]))._from(items)
 
-    def _inplace(self, r):
-        """self updated to r (a += b changes the vector object, as in Dr.Jit): components
-        change in place, so that names bound to them (vy = v.y) see it too."""
-        if r is NotImplemented or type(r) is not type(self):
-            return r
-        assign(self, r)
-        return self
+    _inplace = _update_in_place
 
     def __eq__(self, o): return self._map2(o, lambda a, b: op_binary('eq', a, b))
     def __ne__(self, o): return self._map2(o, lambda a, b: op_binary('ne', a, b))
@@ -213,9 +228,7 @@ class StaticArray:
     def __invert__(self): return self._map1(operator.invert)
     def __abs__(self): return self._map1(abs)
 
-    # Identity hash (== compares lanes), as for flat arrays.
-    def __hash__(self):
-        return id(self) >> 4
+    __hash__ = _identity_hash
 
     def __bool__(self):
         raise TypeError('pbc: bool() of a static vector is ambiguous; use pbc.all()/any()')
@@ -226,9 +239,7 @@ class StaticArray:
         parts = [c.numpy() for c in self._items]
         return np.stack([np.broadcast_to(p, p.shape[:-1] + (w,)) for p in parts])
 
-    def __array__(self, dtype=None, copy=None):
-        a = self.numpy()
-        return a if dtype is None else a.astype(dtype)
+    __array__ = _numpy_array
 
     __repr__ = array_repr
 
@@ -371,11 +382,7 @@ class Matrix:
     def _map1(self, fn):
         return type(self)._from([fn(r) for r in self._rows])
 
-    def _inplace(self, r):
-        if r is NotImplemented or type(r) is not type(self):
-            return r
-        assign(self, r)
-        return self
+    _inplace = _update_in_place
 
     def _pbc_assign(self, children):
         object.__setattr__(self, '_rows', tuple(children))
@@ -391,8 +398,7 @@ class Matrix:
     def __abs__(self): return self._map1(abs)
     def __imul__(self, o): return self._inplace(self * o)
 
-    def __hash__(self):
-        return id(self) >> 4
+    __hash__ = _identity_hash
 
     @property
     def state(self):
@@ -408,14 +414,22 @@ class Matrix:
         """Shape (Size, Size, N)."""
         return np.stack([r.numpy() for r in self._rows])
 
-    def __array__(self, dtype=None, copy=None):
-        a = self.numpy()
-        return a if dtype is None else a.astype(dtype)
+    __array__ = _numpy_array
 
     __repr__ = array_repr
 
 
 _operators(Matrix, {k: v for k, v in _BINARY.items() if k not in ('mul', 'pow')})
+
+
+def static_shape(T):
+    """(sizes, flat): the static sizes of array type T, outermost first ([] for a flat
+    type), and the flat class of its components."""
+    sizes = []
+    while isinstance(T, type) and issubclass(T, (StaticArray, Matrix)):
+        sizes.append(T.Size)
+        T = T.Value if issubclass(T, StaticArray) else T.Row
+    return sizes, T
 
 
 def transpose(m):
