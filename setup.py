@@ -1,6 +1,7 @@
 """Builds pbc's Cython runtime. Everything else is pure Python (see pyproject.toml)."""
 
 import os
+import runpy
 
 import numpy
 from Cython.Build import cythonize
@@ -11,6 +12,15 @@ from setuptools import Extension, setup
 flags = ['-O3', '-ffp-contract=off', '-fwrapv', '-pthread', '-fno-math-errno']
 if os.environ.get('PBC_NATIVE', '1') == '1':
     flags.append('-march=native')
+
+# The runtime's op enum, names, kinds and flags come from the op table (pbc/optable.py).
+_optable = runpy.run_path(os.path.join(os.path.dirname(os.path.abspath(__file__)), 'pbc',
+                                       'optable.py'))
+_generated = _optable['cython_source']()
+_target = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'pbc', '_rt_optable.pxi')
+if not os.path.exists(_target) or open(_target).read() != _generated:
+    with open(_target, 'w') as f:
+        f.write(_generated)
 
 runtime = Extension(
     'pbc._runtime',

@@ -487,7 +487,8 @@ def op_unary(str name, ArrayBase a):
 
 def op_binary(str name, a, b):
     cdef uint16_t op = OP_NAMES.index(name)
-    r = binop(op, a, b, 1 if OP_EQ <= op <= OP_GE else (2 if op in (OP_SHL, OP_SHR) else 0))
+    r = binop(op, a, b, 1 if OP_FLAGS[op] & OPF_COMPARISON else (2 if OP_FLAGS[op] & OPF_SHIFT
+                                                                else 0))
     if r is NotImplemented:
         raise TypeError(f"pbc.{name}: unsupported operand types {type(a).__name__} and "
                         f"{type(b).__name__}")

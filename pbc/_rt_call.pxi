@@ -113,12 +113,10 @@ cdef bint inside_target(uint32_t i, uint32_t start) noexcept:
             return True
 
 cdef inline bint pure_op(uint16_t op) noexcept:
-    return OP_NEG <= op <= OP_SELECT
+    return OP_FLAGS[op] & OPF_PURE
 
 cdef inline bint commutative(uint16_t op) noexcept:
-    # (not min/max: which of -0 and +0, or of a NaN and a number, they return may depend
-    # on the order)
-    return op in (OP_ADD, OP_MUL, OP_AND, OP_OR, OP_XOR, OP_MULHI, OP_EQ, OP_NE, OP_FMA)
+    return OP_FLAGS[op] & OPF_COMMUTATIVE
 
 cdef int alike(uint32_t a, uint32_t sa, uint32_t b, uint32_t sb, bint ops, dict memo,
                int depth) except -1:

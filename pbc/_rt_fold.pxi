@@ -195,7 +195,7 @@ cdef bint fold_binary(uint16_t op, uint8_t ot, uint64_t a, uint64_t b, uint64_t*
     cdef double da, db
     cdef int64_t sa, sb
     cdef int c
-    if op >= OP_EQ and op <= OP_GE:
+    if OP_FLAGS[op] & OPF_COMPARISON:
         if ot == T_FLOAT32 or ot == T_FLOAT64:
             da = to_double(ot, a); db = to_double(ot, b)
             c = -1 if da < db else (1 if da > db else 0)

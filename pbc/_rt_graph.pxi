@@ -29,29 +29,8 @@ cdef inline bint is_int(uint8_t t) noexcept nogil:
     return t >= T_INT32 and t <= T_UINT64
 
 # ---- ops ---------------------------------------------------------------------------------
-# The op enum; `pbc/ops.py` holds the table that describes each op for the backends.
-cdef enum Op:
-    OP_LITERAL, OP_DATA, OP_COUNTER, OP_PTR,
-    OP_NEG, OP_NOT, OP_ABS, OP_SQRT, OP_FLOOR, OP_CEIL, OP_ROUND, OP_TRUNC,
-    OP_POPC, OP_CLZ, OP_CTZ, OP_CAST, OP_BITCAST,
-    OP_ADD, OP_SUB, OP_MUL, OP_DIV, OP_MOD, OP_MIN, OP_MAX, OP_MINIMUM, OP_MAXIMUM,
-    OP_AND, OP_OR, OP_XOR, OP_SHL, OP_SHR, OP_MULHI,
-    OP_EQ, OP_NE, OP_LT, OP_LE, OP_GT, OP_GE,
-    OP_FMA, OP_SELECT,
-    OP_GATHER, OP_SCATTER, OP_PRINT, OP_LANE_PTR,
-    OP_LOOP_START, OP_LOOP_PHI, OP_LOOP_COND, OP_LOOP_END, OP_LOOP_OUTPUT,
-    OP_CALL_START, OP_CALL_ARG, OP_CALL_MASK, OP_CALL_END, OP_CALL, OP_CALL_RESULT,
-    OP_COUNT
-
-OP_NAMES = ('literal', 'data', 'counter', 'ptr',
-            'neg', 'not', 'abs', 'sqrt', 'floor', 'ceil', 'round', 'trunc',
-            'popc', 'clz', 'ctz', 'cast', 'bitcast',
-            'add', 'sub', 'mul', 'div', 'mod', 'min', 'max', 'minimum', 'maximum',
-            'and', 'or', 'xor', 'shl', 'shr', 'mulhi',
-            'eq', 'ne', 'lt', 'le', 'gt', 'ge',
-            'fma', 'select', 'gather', 'scatter', 'print', 'lane_ptr',
-            'loop_start', 'loop_phi', 'loop_cond', 'loop_end', 'loop_output',
-            'call_start', 'call_arg', 'call_mask', 'call_end', 'call', 'call_result')
+# The op enum (OP_*), OP_NAMES, OP_ALLOW and OP_FLAGS (OPF_*) come from pbc/optable.py.
+include "_rt_optable.pxi"
 assert len(OP_NAMES) == OP_COUNT
 
 # Reduction kinds of scatter_reduce (stored in Var.extra of a scatter), numbered as Dr.Jit's
@@ -223,8 +202,7 @@ cdef inline uint64_t var_hash(uint16_t op, uint8_t vt, uint32_t size, uint32_t* 
 cdef inline bint vn_eligible(uint16_t op, uint8_t extra) noexcept nogil:
     # Side effects, loop structure and nodes with operands beyond the four hashed ones are
     # never shared; pointers are (several scatters into one array then pass its address once).
-    return (op != OP_DATA and op != OP_SCATTER and op != OP_PRINT and op != OP_LANE_PTR
-            and op < OP_LOOP_START)
+    return not (OP_FLAGS[op] & OPF_UNIQUE)
 
 # The value-numbering table: open addressing with linear probing, one entry per hash
 # (a colliding node replaces the entry), tombstones for removals. Cheaper than a node-based

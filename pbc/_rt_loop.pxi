@@ -44,7 +44,7 @@ cdef uint32_t scope_for(uint16_t op, uint32_t* dep) except? 0:
     """The loop a new node belongs to (0: top level); raises on a value leaked from a loop."""
     cdef uint32_t s = 0, ds
     cdef int k, depth, best = 0
-    if op >= OP_LOOP_START:
+    if OP_FLAGS[op] & (OPF_LOOP | OPF_CALL):
         return 0                              # set by the loop functions below
     if op == OP_SCATTER or op == OP_PRINT:
         return scope_stack.back() if not scope_stack.empty() else 0

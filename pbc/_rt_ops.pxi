@@ -1,20 +1,7 @@
 # Typed op construction on variable ids: size rules, flushing of pending side effects,
 # folding/simplification at creation, gathers (symbolic where possible) and scatters.
 
-# Which operand kinds each op accepts: 1 = Bool, 2 = integers, 4 = floats.
-cdef uint8_t OP_ALLOW[OP_COUNT]
-OP_ALLOW[:] = [
-    7, 7, 2, 7,            # literal data counter ptr
-    6, 3, 6, 4, 6, 6, 6, 6,  # neg not abs sqrt floor ceil round trunc
-    2, 2, 2, 7, 7,         # popc clz ctz cast bitcast
-    6, 6, 6, 6, 6, 6, 6,   # add sub mul div mod min max
-    4, 4,                  # minimum maximum (NaN-propagating: floats only)
-    7, 7, 7, 2, 2, 2,      # and or xor shl shr mulhi
-    7, 7, 6, 6, 6, 6,      # eq ne lt le gt ge
-    6, 7, 7, 7, 7, 7,      # fma select gather scatter print lane_ptr
-    7, 7, 7, 7, 7,         # loop_start loop_phi loop_cond loop_end loop_output
-    7, 7, 7, 7, 7, 7]      # call_start call_arg call_mask call_end call call_result
-
+# Operand kinds (OP_ALLOW, from the op table): 1 = Bool, 2 = integers, 4 = floats.
 cdef inline uint8_t kind_bit(uint8_t vt) noexcept nogil:
     return 1 if vt == T_BOOL else (4 if is_float(vt) else 2)
 
@@ -172,9 +159,10 @@ cdef uint32_t gather_symbolic(uint32_t src, uint32_t index, uint32_t mask) excep
         return 0
     for i in order:             # only elementwise nodes over the same lanes can be re-indexed
         v = &vars[i]
-        if v.flags & F_DIRTY or v.op == OP_SCATTER or (v.op == OP_PTR and (v.extra & 1)):
+        if v.flags & F_DIRTY or (v.op == OP_PTR and (v.extra & 1)):
             return 0
-        if v.op >= OP_PRINT:     # loops and calls (their outputs): evaluate them instead
+        # Scatters, prints, loops and calls (their outputs): evaluate them instead.
+        if OP_FLAGS[v.op] & (OPF_SIDE_EFFECT | OPF_LOOP | OPF_CALL) or v.op == OP_LANE_PTR:
             return 0
         if v.op == OP_COUNTER and v.size != n:
             return 0

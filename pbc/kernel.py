@@ -9,10 +9,11 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from .ops import ARITY, CALL_OPS, LOOP_OPS, TRACE_OPS, TYPE_NAMES
+from .ops import op as op_named
 
 
 class Instr(NamedTuple):
-    op: str            # a name from ops.ARITY
+    op: str            # an entry of the op table (pbc/optable.py; compares as its name)
     type: str          # result type ('void' for stores and scatters)
     args: tuple = ()   # operand registers
     literal: int = 0   # bit pattern of a literal
@@ -172,13 +173,13 @@ def assemble(backend, outputs, records, size, optimize_loops=True, merge_functio
         reg = reg_of[pos] = len(k.instrs)
         if op == 'data':
             if scalar or vsize == 1:
-                k.instrs.append(Instr('load1', tname, slot=add_param('in1', tname, (pos, 0))))
+                k.instrs.append(Instr(LOAD1, tname, slot=add_param('in1', tname, (pos, 0))))
             else:
-                k.instrs.append(Instr('load', tname, slot=add_param('in', tname, (pos, 0))))
+                k.instrs.append(Instr(LOAD, tname, slot=add_param('in', tname, (pos, 0))))
         elif op == 'ptr':
             slot = add_param('ptr', tname, (pos, 0))
             add_param('size', 'uint64', (pos, 1))
-            k.instrs.append(Instr('ptr', 'ptr', slot=slot))
+            k.instrs.append(Instr(op, 'ptr', slot=slot))
         elif op == 'lane_ptr':
             k.instrs.append(Instr(op, 'ptr', tuple(reg_of[d] for d in deps)))
         elif op == 'print':
@@ -234,7 +235,7 @@ def assemble(backend, outputs, records, size, optimize_loops=True, merge_functio
         reg = reg_of[pos_of[nid]]
         tname = k.instrs[reg].type
         slot = add_param('out', tname, (-1, n))
-        k.instrs.append(Instr('store', 'void', (reg,), slot=slot))
+        k.instrs.append(Instr(STORE, 'void', (reg,), slot=slot))
         out_slots.append((slot, tname))
     if optimize_calls:
         k.removed_outputs = sum(call.results.count(-1) for call in k.calls)
@@ -243,6 +244,7 @@ def assemble(backend, outputs, records, size, optimize_loops=True, merge_functio
 
 
 LOOP_START = TRACE_OPS.index('loop_start')
+LOAD, LOAD1, STORE = op_named('load'), op_named('load1'), op_named('store')
 
 
 def _merge_targets(records, order):
