@@ -1,9 +1,9 @@
-"""python -m benchmarks SUITE [SUITE...] (suites: core, loops, dispatch, callopt)."""
+"""python -m benchmarks SUITE [SUITE...] (suites: core, loops, dispatch, callopt, ad)."""
 
 import importlib
 import sys
 
-SUITES = ('core', 'loops', 'dispatch', 'callopt')
+SUITES = ('core', 'loops', 'dispatch', 'callopt', 'ad')
 
 
 def main(argv):

@@ -6,6 +6,27 @@ from . import (
                        detail,
                        llvm,  # noqa: F401  (registers the CPU backend's array types)
 )
+from .ad import (
+    ADFlag,
+    accum_grad,
+    backward,
+    backward_from,
+    backward_to,
+    clear_grad,
+    detach,
+    disable_grad,
+    enable_grad,
+    forward,
+    forward_from,
+    forward_to,
+    grad,
+    grad_enabled,
+    isolate_grad,
+    replace_grad,
+    resume_grad,
+    set_grad,
+    suspend_grad,
+)
 from .checks import (
                        allclose,
                        assert_allclose,

@@ -140,14 +140,23 @@ cdef object binop(uint16_t op, object a, object b, int mode):
                 raise TypeError("pbc: only '&' combines a float array with a Bool mask")
     check_allowed(op, vt)
     rt = T_BOOL if mode == 1 else vt
-    cdef uint32_t ia = operand(a, vt, ref._backend), ib = 0, r
+    cdef uint32_t ia = operand(a, vt, ref._backend), ib = 0
     try:
         ib = operand(b, vt, ref._backend)
-        r = var_op(op, rt, ia, ib, 0, 0)
+        return result(op, ref._backend, rt, var_op(op, rt, ia, ib, 0, 0), a, b, None, ia, ib, 0)
     finally:
         dec_ext(ia)
         dec_ext(ib)
-    return wrap(ref._backend, rt, r)
+
+cdef inline ArrayBase result(uint16_t op, uint8_t backend, uint8_t vt, uint32_t idx, object a,
+                             object b, object c, uint32_t ia, uint32_t ib, uint32_t ic):
+    """The one place where op results are made (wrapping new reference idx): with AD nodes
+    alive, operands that carry derivatives give the result a node (ia, ib, ic: the operand
+    variables the op read)."""
+    cdef ArrayBase r = wrap(backend, vt, idx)
+    if ad_live:
+        ad_op(op, r, a, b, c, ia, ib, ic)
+    return r
 
 cdef object mask_and(object a, object b, bint a_is_mask):
     """`x & mask` with a Bool mask (an array, a Python bool or a sequence of them) and a number
@@ -157,10 +166,13 @@ cdef object mask_and(object a, object b, bint a_is_mask):
     return select3(m, x, 0)
 
 cdef ArrayBase share(ArrayBase a):
-    """A new array object for a's variable. Results are never the operand object itself:
-    a later scatter into one must not show in the other (it copies instead)."""
+    """A new array object for a's variable (and its derivatives). Results are never the
+    operand object itself: a later scatter into one must not show in the other (it copies
+    instead)."""
     inc_ext(a._index)
-    return wrap(a._backend, a._vt, a._index)
+    cdef ArrayBase r = wrap(a._backend, a._vt, a._index)
+    ad_share(r, a)
+    return r
 
 cdef object unop(uint16_t op, ArrayBase a):
     check_allowed(op, a._vt)
@@ -168,7 +180,8 @@ cdef object unop(uint16_t op, ArrayBase a):
         raise ValueError('pbc: operation on an uninitialized (empty) array')
     if op == OP_ABS and (a._vt == T_UINT32 or a._vt == T_UINT64):
         return share(a)
-    return wrap(a._backend, a._vt, var_op(op, a._vt, a._index, 0, 0, 0))
+    return result(op, a._backend, a._vt, var_op(op, a._vt, a._index, 0, 0, 0), a, None, None,
+                  a._index, 0, 0)
 
 cdef object select3(object m, object t, object f):
     cdef ArrayBase ref = None
@@ -184,14 +197,14 @@ cdef object select3(object m, object t, object f):
     if isinstance(m, ArrayBase) and (<ArrayBase> m)._vt != T_BOOL:
         raise TypeError('pbc.select: the condition must be a Bool array')
     cdef uint8_t vt = promote(kt, kf)
-    cdef uint32_t im = operand(m, T_BOOL, ref._backend), it = 0, jf = 0, r
+    cdef uint32_t im = operand(m, T_BOOL, ref._backend), it = 0, jf = 0
     try:
         it = operand(t, vt, ref._backend)
         jf = operand(f, vt, ref._backend)
-        r = var_op(OP_SELECT, vt, im, it, jf, 0)
+        return result(OP_SELECT, ref._backend, vt, var_op(OP_SELECT, vt, im, it, jf, 0), m, t,
+                      f, im, it, jf)
     finally:
         dec_ext(im); dec_ext(it); dec_ext(jf)
-    return wrap(ref._backend, vt, r)
 
 cdef void eval_var(uint32_t i) except *:
     """Makes sure variable i holds memory (or is a literal) with no queued writes."""
@@ -209,6 +222,7 @@ cdef void eval_var(uint32_t i) except *:
 cdef class ArrayBase:
     """A flat, lazily evaluated JIT array. Subclasses set the element type and backend."""
     cdef uint32_t _index
+    cdef uint32_t _ad           # its AD node (pbc/ad/tape.pxi), 0 if it carries no derivative
     cdef uint8_t _vt
     cdef uint8_t _backend
     __array_priority__ = 100   # NumPy defers binary operators to us
@@ -223,6 +237,9 @@ cdef class ArrayBase:
         if self._index:              # __init__ called again on a live array
             dec_ext(self._index)
             self._index = 0
+        if self._ad:
+            ad_dec(self._ad)
+            self._ad = 0
         if len(args) == 0:
             return                   # an empty array holds no variable (as in Dr.Jit)
         value = args[0] if len(args) == 1 else list(args)
@@ -231,6 +248,12 @@ cdef class ArrayBase:
                 raise TypeError('pbc: cannot convert between backends')
             if (<ArrayBase> value)._index:            # (a copy of an empty array is empty)
                 self._index = var_cast((<ArrayBase> value)._index, self._vt, False)
+                if ad_live:
+                    if self._vt == (<ArrayBase> value)._vt:
+                        ad_share(self, <ArrayBase> value)
+                    else:
+                        ad_op(OP_CAST, self, value, None, None, (<ArrayBase> value)._index,
+                              0, 0)
         elif scalar_kind(value) >= 0 and not isinstance(value, np.ndarray):
             self._index = var_literal(self._vt, 1, scalar_bits(value, self._vt), self._backend)
         else:
@@ -242,6 +265,8 @@ cdef class ArrayBase:
     def __dealloc__(self):
         if self._index and vars != NULL:
             dec_ext(self._index)
+        if self._ad:
+            ad_dec(self._ad)
 
     @property
     def index(self):
@@ -263,10 +288,16 @@ cdef class ArrayBase:
         return VarState.Symbolic if node_scope(self._index) else VarState.Unevaluated
 
     def _set_index(self, uint32_t idx):
-        """Rebinds this array to variable idx (takes a new reference to it)."""
+        """Rebinds this array to variable idx (takes a new reference to it). Its derivatives
+        stay those of its old value: use _assign to take another array's."""
         inc_ext(idx)
         dec_ext(self._index)
         self._index = idx
+
+    def _assign(self, ArrayBase other):
+        """Rebinds this array to other's value and derivatives (in place)."""
+        self._set_index(other._index)
+        ad_take(self, other)
 
     def __len__(self):
         return vars[self._index].size
@@ -358,19 +389,17 @@ cdef class ArrayBase:
 
     def __setitem__(self, key, value):
         if isinstance(key, ArrayBase) and (<ArrayBase> key)._vt == T_BOOL:
-            new = select3(key, value, self)
-        elif isinstance(key, (slice, ArrayBase)) or is_sequence(key):
-            scatter_obj(self, value, lanes_of(key, len(self), self._backend), True, 0)
+            self._assign(select3(key, value, self))
             return
+        elif isinstance(key, (slice, ArrayBase)) or is_sequence(key):
+            scatter(self, value, lanes_of(key, len(self), self._backend), True, 0)
         else:
             n = len(self)
             i = key + n if key < 0 else key
             if i < 0 or i >= n:
                 raise IndexError(f'pbc: index {key} is out of range for an array of size {n}')
             index = wrap(self._backend, T_UINT32, var_literal(T_UINT32, 1, i, self._backend))
-            scatter_obj(self, value, index, True, 0)
-            return
-        self._set_index((<ArrayBase> new)._index)
+            scatter(self, value, index, True, 0)
 
     def item(self):
         """The one value of a width-1 array, as a Python number."""
@@ -403,6 +432,7 @@ cdef object inplace(ArrayBase self, object r):
     if r is NotImplemented or type(r) is not type(self):
         return r
     self._set_index((<ArrayBase> r)._index)
+    ad_take(self, <ArrayBase> r)
     return self
 
 cdef object lanes_of(object key, uint32_t n, uint8_t backend):
@@ -504,21 +534,26 @@ def op_fma(a, b, c):
                             'sequences')
         vt = promote(vt, k)
     check_allowed(OP_FMA, vt)
-    cdef uint32_t ia = operand(a, vt, ref._backend), ib = 0, ic = 0, r
+    cdef uint32_t ia = operand(a, vt, ref._backend), ib = 0, ic = 0
     try:
         ib = operand(b, vt, ref._backend)
         ic = operand(c, vt, ref._backend)
-        r = var_op(OP_FMA, vt, ia, ib, ic, 0)
+        return result(OP_FMA, ref._backend, vt, var_op(OP_FMA, vt, ia, ib, ic, 0), a, b, c, ia,
+                      ib, ic)
     finally:
         dec_ext(ia); dec_ext(ib); dec_ext(ic)
-    return wrap(ref._backend, vt, r)
 
 def op_select(m, t, f):
     return select3(m, t, f)
 
 def op_cast(ArrayBase a, cls, bint bitcast=False):
-    return wrap(cls._backend_code, cls._vt_code,
-                var_cast(a._index, cls._vt_code, bitcast))
+    """a as type cls: a conversion (differentiable between float types) or a reinterpretation
+    of its bits (which cuts derivatives)."""
+    cdef uint8_t vt = cls._vt_code
+    if vt == a._vt and not bitcast:
+        return share(a)
+    return result(OP_BITCAST if bitcast else OP_CAST, cls._backend_code, vt,
+                  var_cast(a._index, vt, bitcast), a, None, None, a._index, 0, 0)
 
 def literal(cls, value, uint32_t size=1):
     cdef uint8_t vt = cls._vt_code

@@ -73,7 +73,10 @@ def gather(cls, ArrayBase source, index, active=True):
     finally:
         for x in (ii, im, lit, zero, inb, m2, t):
             dec_ext(x)
-    return wrap(be, vt, r)
+    out = wrap(be, vt, r)
+    if ad_live:
+        ad_record_rule(OP_GATHER, out, (source,), (index, active, n), False)
+    return out
 
 cdef uint32_t copy_var(uint32_t i) except 0:
     cdef Var* v = &vars[i]
@@ -209,8 +212,32 @@ cdef bint claim_target(ArrayBase target, int reduce) except -1:
     return in_body
 
 def scatter(ArrayBase target, value, index, active=True, int reduce=0):
-    """target[index] = value (or reduce into it) for active lanes; a queued side effect."""
+    """target[index] = value (or reduce into it) for active lanes; a queued side effect.
+    Where the target or the value carries derivatives, the target's new value gets a node
+    whose operands are its old value and the value written."""
+    cdef uint32_t st = ad_src(target) if ad_live else 0
+    cdef uint32_t sv = ad_src(value) if ad_live else 0
+    if (st or sv) and reduce > 1:
+        raise NotImplementedError(f'pbc.scatter_reduce: {REDUCE_NAMES[reduce]} reductions '
+                                  'are not differentiable (add is)')
     scatter_obj(target, value, index, active, reduce)
+    if not (st or sv):
+        return
+    cdef uint32_t old = target._ad
+    cdef uint32_t src[3]
+    cdef uint32_t arg[3]
+    src[0] = st; src[1] = sv; src[2] = 0
+    memset(arg, 0, sizeof(arg))
+    target._ad = 0
+    try:
+        n = ad_record(AD_SCATTER_ADD if reduce else OP_SCATTER, target, src, arg, False)
+        ad_payload[n] = (index, active)
+        ad_nodes[n].flags |= AD_PAYLOAD
+    finally:
+        if old:
+            ad_dec(old)
+
+cdef int AD_SCATTER_ADD = ad_rule_code('scatter_add', False)
 
 # ---- symbolic printing ---------------------------------------------------------------------
 cdef extern from "_print_capture.h" nogil:

@@ -19,9 +19,12 @@ each docstring as "float32 / float64".
 """
 
 import builtins
+import functools
 import math as _pymath
 
+from . import _runtime
 from ._runtime import ArrayBase, class_for
+from .ad import function as ad_function
 from .routines import (
     abs,
     componentwise,
@@ -241,9 +244,14 @@ def _log_special(x, r):
     return select(x >= 0, r, nan)
 
 
-def _float_fn(fn):
+def _float_fn(fn, rule=None):
     """Lifts fn(float arrays of one type) to static vectors, integer arrays (as Float), mixed
-    precisions (promoted to Float64) and Python scalars (constant-folded Float64 literals)."""
+    precisions (promoted to Float64) and Python scalars (constant-folded Float64 literals).
+    Its derivative is the analytic rule `rule` (default: its name) of pbc/ad/rules.py, not
+    that of the approximation fn computes (rule=False: fn sees to its derivatives itself)."""
+    if rule is not False:
+        fn = ad_function.differentiable(rule or fn.__name__)(fn)
+
     def lifted(*args):
         arrays = [a for a in args if isinstance(a, ArrayBase)]
         wide = builtins.any(a.Type == 'float64' for a in arrays)
@@ -304,8 +312,10 @@ def cos(x):
     return _sincos(x, want_sin=False)[0]
 
 
-@_float_fn
+@functools.partial(_float_fn, rule=False)
 def _sincos_flat(x):
+    if _runtime.ad_tracked((x,)):
+        return sin(x), cos(x)          # (each with its own derivative rule)
     return tuple(_sincos(x))
 
 
@@ -515,7 +525,7 @@ def _power_int(x, n):
     return 1.0 / result if n < 0 else result
 
 
-@_float_fn
+@functools.partial(_float_fn, rule='power')
 def _power_real(x, y):
     """2**(y log2|x|) in double-double precision, float32 going through float64, plus the
     special cases of IEEE 754 pow."""

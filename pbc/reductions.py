@@ -19,6 +19,7 @@ import numpy as np
 
 from . import _runtime
 from ._runtime import ArrayBase
+from .ad import function as ad_function
 from .routines import ReduceOp, fmax, fmin
 from .tensor import Tensor
 from .vector import Matrix, StaticArray
@@ -30,6 +31,7 @@ _OPS = {'sum': (operator.add, 'sum'), 'prod': (operator.mul, 'prod'),
         'and': (operator.and_, 'and'), 'or': (operator.or_, 'or')}     # bitwise, any type
 _EMPTY = {'sum': 0, 'prod': 1, 'all': True, 'any': False}
 MODES = (None, 'symbolic', 'evaluated')
+_DIFFERENTIABLE = ('sum', 'prod', 'min', 'max')
 
 
 def _static(x):
@@ -57,6 +59,9 @@ def _lanes(name, x):
     if name == 'all' or name == 'any':
         if x.Type != 'bool':
             raise TypeError(f'pbc.{name}(): needs Bool arrays, not {type(x).__name__}')
+    if name in _DIFFERENTIABLE and _runtime.ad_tracked((x,)):
+        return ad_function.apply('reduce_' + name, lambda v: _runtime.reduce(v, _OPS[name][1]),
+                                 (x,), keep_value=name != 'sum')
     return _runtime.reduce(x, _OPS[name][1])
 
 

@@ -11,6 +11,7 @@ import numpy as np
 
 from . import _runtime
 from ._runtime import ArrayBase, op_binary, op_cast, op_fma, op_select, op_unary
+from .ad import function as ad_function
 from .tensor import Tensor
 from .vector import Matrix, StaticArray, static_shape, vector_type
 
@@ -360,6 +361,11 @@ def copysign(a, b):
     a, b = _promoted(a, b)
     if not _is_float(a):
         return select(b < 0, -abs(a), abs(a))
+    return _copysign(a, b)
+
+
+@ad_function.differentiable('copysign')
+def _copysign(a, b):
     ba, m = _sign_mask(a)
     bb, _ = _sign_mask(b)
     return reinterpret_array(type(a), (ba & (m - 1)) | (bb & m))
@@ -371,6 +377,11 @@ def mulsign(a, b):
     a, b = _promoted(a, b)
     if not _is_float(a):
         return select(b < 0, -a, a)
+    return _mulsign(a, b)
+
+
+@ad_function.differentiable('mulsign')
+def _mulsign(a, b):
     ba, m = _sign_mask(a)
     bb, _ = _sign_mask(b)
     return reinterpret_array(type(a), ba ^ (bb & m))
@@ -471,14 +482,21 @@ def cross(a, b):
 
 
 # ---- horizontal (the reductions are in reductions.py) -------------------------------
+def _prefix_sum(x, inclusive, reverse):
+    if _runtime.ad_tracked((x,)):
+        return ad_function.apply('prefix_sum', lambda v: _runtime.prefix_sum(
+            v, inclusive, reverse), (x,), (inclusive, reverse), False)
+    return _runtime.prefix_sum(x, inclusive, reverse)
+
+
 def prefix_sum(x, reverse=False):
     """Exclusive prefix sum (as Dr.Jit)."""
-    return _runtime.prefix_sum(x, False, reverse)
+    return _prefix_sum(x, False, reverse)
 
 
 def cumsum(x, reverse=False):
     """Inclusive prefix sum."""
-    return _runtime.prefix_sum(x, True, reverse)
+    return _prefix_sum(x, True, reverse)
 
 
 def compress(mask):

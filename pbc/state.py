@@ -105,7 +105,7 @@ def _settle(r, finals, homes):
             if o.index == f.index:
                 return o
             if m:
-                o._set_index(f.index)
+                o._assign(f)
                 return o
         return f
     new = [_settle(p, finals, homes) if _is_node(p) else p for p in children(r)]

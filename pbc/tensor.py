@@ -162,7 +162,7 @@ class Tensor:
 def _assign(dst, src):
     """Tensor dst takes src's values and shape in place."""
     if dst.array.index:
-        dst.array._set_index(src.array.index)
+        dst.array._assign(src.array)
     else:
         dst.array = src.array
     dst.shape = src.shape

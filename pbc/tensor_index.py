@@ -69,7 +69,7 @@ def setitem(t, key, value):
     flat = A(expand(flat, vshape, shape))
     n = math.prod(shape)
     if idx is None and len(flat) == n:
-        t.array._set_index(flat.index)            # every element, in order: a replacement
+        t.array._assign(flat)                     # every element, in order: a replacement
     elif n:
         scatter(t.array, flat, _runtime.counter(UInt32, n) if idx is None else idx)
 

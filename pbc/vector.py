@@ -271,7 +271,7 @@ def assign(dst, src):
         if id(d) in seen or type(d) is not type(s):
             items[k] = s
         elif isinstance(d, ArrayBase):
-            d._set_index(s.index)
+            d._assign(s)
         else:
             assign(d, s)
         seen.add(id(items[k]))

@@ -1,0 +1,205 @@
+"""The AD functions of Dr.Jit 1.x over nested structures: enabling derivatives, reading and
+setting gradients, propagating them, detaching and replacing them."""
+
+import builtins
+
+from .. import _runtime, tree
+from .._runtime import ArrayBase
+from . import rules
+from .traverse import ADFlag, accumulate, traverse
+
+
+def _float(x):
+    return isinstance(x, ArrayBase) and x.Type in ('float32', 'float64')
+
+
+def _arrays(args):
+    for a in args:
+        yield from tree.leaves(a)
+
+
+def _map(fn, x):
+    """x's structure around fn(array) for each JIT array inside it."""
+    arrays, build = tree.flatten(x)
+    return build([fn(a) for a in arrays])
+
+
+def enable_grad(*args):
+    """Makes the float arrays inside args inputs of differentiation (others are ignored)."""
+    for a in _arrays(args):
+        if _float(a):
+            _runtime.ad_enable(a)
+
+
+def disable_grad(*args):
+    """Detaches the arrays inside args in place: they carry no derivatives any more."""
+    for a in _arrays(args):
+        _runtime.ad_disable(a)
+
+
+def grad_enabled(*args):
+    """Whether any array inside args carries derivatives here (scopes count)."""
+    return builtins.any(_runtime.ad_node_of(a) != 0 for a in _arrays(args))
+
+
+def _full_width(g, size):
+    return g if len(g) == size else g + _runtime.literal(type(g), -0.0, size)
+
+
+def _grad_of(a):
+    n = _runtime.ad_index(a)
+    g = _runtime.ad_grad(n) if n else None
+    if g is None:
+        return _runtime.literal(type(a), 0, len(a))
+    return _full_width(g, len(a))
+
+
+def grad(x, preserve_type=True):
+    """The gradients of the arrays inside x (zero where none was computed), in x's
+    structure. Python numbers give 0."""
+    if isinstance(x, (int, float)) and not isinstance(x, bool):
+        return type(x)(0)
+    return _map(_grad_of, x)
+
+
+def _pairs(x, g, what):
+    xs = list(tree.leaves(x))
+    if isinstance(g, (int, float)) or (isinstance(g, ArrayBase) and len(xs) > 1):
+        return [(a, g) for a in xs]
+    gs = list(tree.leaves(g))
+    if len(gs) != len(xs):
+        raise ValueError(f'pbc.{what}(): the gradient has another structure than the '
+                         f'variable ({len(gs)} arrays for {len(xs)})')
+    return list(zip(xs, gs))
+
+
+def accum_grad(x, g):
+    """Adds g to the gradients of the arrays inside x (g: the same structure, or one value
+    for all)."""
+    for a, v in _pairs(x, g, 'accum_grad'):
+        n = _runtime.ad_index(a)
+        if not n:
+            continue
+        if not isinstance(v, ArrayBase):
+            v = _runtime.literal(type(a), v, 1)
+        accumulate(n, detach(v))
+
+
+def clear_grad(*args):
+    for a in _arrays(args):
+        n = _runtime.ad_index(a)
+        if n:
+            _runtime.ad_set_grad(n, None)
+
+
+def set_grad(x, g):
+    """Replaces the gradients of the arrays inside x by g."""
+    clear_grad(x)
+    accum_grad(x, g)
+
+
+def detach(x, preserve_type=True):
+    """x without derivatives (a copy of the structure around the same values)."""
+    if isinstance(x, ArrayBase):
+        return _runtime.ad_detached(x)
+    return _map(_runtime.ad_detached, x)
+
+
+def _nodes(args, what, flags):
+    nodes = [n for n in (_runtime.ad_node_of(a) for a in _arrays(args)) if n]
+    if not nodes and not flags & ADFlag.AllowNoGrad:
+        raise RuntimeError(
+            f'pbc.{what}(): the argument does not depend on the input variable(s) being '
+            'differentiated (did you forget pbc.enable_grad()?). Pass '
+            'flags=pbc.ADFlag.Default | pbc.ADFlag.AllowNoGrad if this is expected.')
+    return nodes
+
+
+def _seed(nodes, force):
+    for n in nodes:
+        if force or _runtime.ad_grad(n) is None:
+            _runtime.ad_set_grad(n, None)
+            accumulate(n, _runtime.literal(_runtime.ad_class(n), 1.0, 1))
+
+
+def backward_from(arg, flags=ADFlag.Default):
+    """Reverse mode: seeds arg's gradient with 1 (unless it has one) and propagates it to
+    everything arg was computed from."""
+    _backward_from(arg, flags, False, 'backward_from')
+
+
+def backward(arg, flags=ADFlag.Default):
+    """Reverse mode from arg, whose gradient is set to 1."""
+    _backward_from(arg, flags, True, 'backward')
+
+
+def _backward_from(arg, flags, force, what):
+    nodes = _nodes([arg], what, flags)
+    if nodes:
+        _seed(nodes, force)
+        traverse(nodes, True, True, flags, nodes)
+
+
+def forward_from(arg, flags=ADFlag.Default):
+    """Forward mode: seeds arg's gradient with 1 (unless it has one) and propagates it to
+    everything computed from arg."""
+    _forward_from(arg, flags, False, 'forward_from')
+
+
+def forward(arg, flags=ADFlag.Default):
+    _forward_from(arg, flags, True, 'forward')
+
+
+def _forward_from(arg, flags, force, what):
+    nodes = _nodes([arg], what, flags)
+    if nodes:
+        _seed(nodes, force)
+        traverse(nodes, False, False, flags, nodes)
+
+
+def _targets(args):
+    return args[0] if len(args) == 1 else args
+
+
+def backward_to(*args, flags=ADFlag.Default):
+    """Reverse mode toward args: gradients already set anywhere downstream of args flow back
+    to them. Returns their gradients."""
+    nodes = _nodes(args, 'backward_to', flags)
+    if nodes:
+        traverse(nodes, True, False, flags)
+    return grad(_targets(args))
+
+
+def forward_to(*args, flags=ADFlag.Default):
+    """Forward mode toward args: tangents already set anywhere upstream of args flow to them.
+    Returns their gradients."""
+    nodes = _nodes(args, 'forward_to', flags)
+    if nodes:
+        traverse(nodes, False, True, flags)
+    return grad(_targets(args))
+
+
+def replace_grad(a, b):
+    """a's value with b's derivatives (the paper's tape surgery). a and b have one structure
+    (a may be a Python number); a's width must be b's or 1."""
+    if not isinstance(b, ArrayBase):
+        if isinstance(a, (int, float)):
+            return _map(lambda y: replace_grad(a, y), b)
+        return _zip_map(a, b)
+    T = type(b)
+    value = a if isinstance(a, ArrayBase) and type(a) is T else T(a)
+    if len(value) != len(b):
+        if len(value) != 1:
+            raise ValueError(f'pbc.replace_grad(): incompatible widths {len(value)} and '
+                             f'{len(b)}')
+        value = value + _runtime.literal(T, -0.0, len(b))
+    value = _runtime.ad_detached(value)
+    return _runtime.ad_record_rule(rules.code('replace_grad'), value, (None, b), None, False)
+
+
+def _zip_map(a, b):
+    xs, build = tree.flatten(a)
+    ys = list(tree.leaves(b))
+    if len(xs) != len(ys):
+        raise ValueError('pbc.replace_grad(): the arguments have different structures')
+    return build([replace_grad(x, y) for x, y in zip(xs, ys)])

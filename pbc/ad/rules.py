@@ -1,0 +1,259 @@
+"""One derivative rule per differentiable op and function, in one table.
+
+Elementwise rules are tuples of partial derivatives, one function per operand, of the
+operands' values and the result's (`r`; kept only for rules registered with it). A partial
+is a number, an array, or `Where(mask)` (1 where mask is set, else 0: a select, so that an
+infinite or NaN gradient on the other side does not leak through a multiplication by 0).
+Forward mode sums partial x tangent; reverse mode scales the output's gradient by each
+partial. Everything else (gathers, scatters, reductions, prefix sums) states its forward and
+backward maps itself. Rules run on values without derivatives, so what they compute is
+ordinary traced code that fuses into kernels.
+"""
+
+import math
+from typing import NamedTuple
+
+from .. import _runtime
+from ..optable import DIFF, OPS
+
+
+class Where(NamedTuple):
+    mask: object
+
+
+class Elementwise(NamedTuple):
+    partials: tuple          # per operand: f(*operands, r) -> partial derivative
+
+
+class Special(NamedTuple):
+    forward: object          # (node, tangents of its operands) -> tangent of its result
+    backward: object         # (node, gradient of its result) -> gradients of its operands
+
+
+def _scale(w, x):
+    """x times partial w (None: no contribution)."""
+    if w is None or (isinstance(w, (int, float)) and w == 0):
+        return None
+    if isinstance(w, Where):
+        return _runtime.op_select(w.mask, x, 0.0)
+    if isinstance(w, (int, float)) and w == 1:
+        return x
+    if isinstance(w, (int, float)) and w == -1:
+        return -x
+    return x * w
+
+
+def _partials(rule, node, need):
+    args = node.args[:len(rule.partials)]
+    return [f(*args, node.value) if f is not None and wanted else None
+            for f, wanted in zip(rule.partials, need)]
+
+
+def forward(rule, node, tangents):
+    """The result's tangent from its operands' tangents (None: zero)."""
+    if isinstance(rule, Special):
+        return rule.forward(node, tangents)
+    out = None
+    for w, t in zip(_partials(rule, node, [t is not None for t in tangents]), tangents):
+        c = _scale(w, t) if t is not None else None
+        if c is not None:
+            out = c if out is None else out + c
+    return out
+
+
+def backward(rule, node, grad, need):
+    """The operands' gradients from the result's (None where an operand needs none)."""
+    if isinstance(rule, Special):
+        return rule.backward(node, grad)
+    return [_scale(w, grad) for w in _partials(rule, node, need)]
+
+
+# ---- helpers (imported late: pbc's math is built on the runtime this package extends) ----
+def _m():
+    from .. import math as m
+    from .. import routines as r
+    return m, r
+
+
+def _sign(a):
+    return _runtime.op_select(a < 0, -1.0, 1.0)
+
+
+def _rcp(a):
+    return 1.0 / a
+
+
+def _rsqrt(a):
+    return 1.0 / _runtime.op_unary('sqrt', a)
+
+
+_LN2 = math.log(2.0)
+_TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
+
+
+def _zero(*_):
+    return 0
+
+
+def _one(*_):
+    return 1
+
+
+def _gather_forward(node, t):
+    index, active, _ = node.payload
+    return _runtime.gather(type(t[0]), t[0], index, active)
+
+
+def _gather_backward(node, g):
+    index, active, size = node.payload
+    out = _runtime.literal(type(g), 0.0, size)
+    out = type(g)(out)
+    _runtime.make_opaque(out)
+    _runtime.scatter(out, g, index, active, 1)
+    return [out, None, None]
+
+
+def _scatter_forward(add):
+    def fwd(node, t):
+        index, active = node.payload
+        d_target, d_value = t[0], t[1]
+        T = type(d_target if d_target is not None else d_value)
+        out = T(d_target) if d_target is not None else T(_runtime.literal(T, 0.0, node.size))
+        _runtime.make_opaque(out)
+        if d_value is not None:
+            _runtime.scatter(out, d_value, index, active, 1 if add else 0)
+        elif not add:
+            _runtime.scatter(out, 0.0, index, active, 0)
+        return out
+    return fwd
+
+
+def _scatter_backward(add):
+    def bwd(node, g):
+        index, active = node.payload
+        g_value = _runtime.gather(type(g), g, index, active)
+        if add:
+            return [g, g_value, None]
+        g_target = type(g)(g)
+        _runtime.make_opaque(g_target)
+        _runtime.scatter(g_target, 0.0, index, active, 0)     # overwritten: no gradient
+        return [g_target, g_value, None]
+    return bwd
+
+
+def _sum(x):
+    return _runtime.reduce(x, 'sum')
+
+
+def _reduce_rule(name):
+    """Horizontal reductions: the result is one lane."""
+    def weight(node):                    # d result / d x_i
+        x, r = node.args[0], node.value
+        if name == 'sum':
+            return None
+        if name == 'prod':
+            return r / x
+        hit = _runtime.op_select(x == r, 1.0, 0.0)         # min/max: shared among ties
+        return hit / _sum(hit)
+
+    def fwd(node, t):
+        w = weight(node)
+        return _sum(t[0] if w is None else t[0] * w)
+
+    def bwd(node, g):
+        w = weight(node)
+        return [g if w is None else g * w, None, None]
+    return Special(fwd, bwd)
+
+
+def _prefix_forward(node, t):
+    inclusive, reverse = node.payload
+    return _runtime.prefix_sum(t[0], inclusive, reverse)
+
+
+def _prefix_backward(node, g):
+    inclusive, reverse = node.payload
+    if len(g) != node.size:
+        g = g + _runtime.literal(type(g), -0.0, node.size)
+    return [_runtime.prefix_sum(g, inclusive, not reverse), None, None]
+
+
+def _power_x(x, y, r):
+    m, _ = _m()
+    return y * m.power(x, y - 1.0)
+
+
+def _power_y(x, y, r):
+    m, _ = _m()
+    return _runtime.op_select(x == 0, 0.0, r * m.log(x))
+
+
+RULES = {
+    # ---- ops of the op table ----
+    'neg': Elementwise((lambda a, r: -1,)),
+    'abs': Elementwise((lambda a, r: _sign(a),)),
+    'sqrt': Elementwise((lambda a, r: 0.5 * _rsqrt(a),)),
+    'floor': Elementwise((_zero,)),
+    'ceil': Elementwise((_zero,)),
+    'round': Elementwise((_zero,)),
+    'trunc': Elementwise((_zero,)),
+    'cast': Elementwise((_one,)),       # (the gradient takes the operand's type)
+    'add': Elementwise((_one, _one)),
+    'sub': Elementwise((_one, lambda a, b, r: -1)),
+    'mul': Elementwise((lambda a, b, r: b, lambda a, b, r: a)),
+    # (a / b is the op's own result, found again by value numbering: one division more)
+    'div': Elementwise((lambda a, b, r: _rcp(b), lambda a, b, r: -(a / b) * _rcp(b))),
+    'min': Elementwise((lambda a, b, r: Where(a <= b), lambda a, b, r: Where(~(a <= b)))),
+    'max': Elementwise((lambda a, b, r: Where(a >= b), lambda a, b, r: Where(~(a >= b)))),
+    'minimum': Elementwise((lambda a, b, r: Where(a <= b), lambda a, b, r: Where(~(a <= b)))),
+    'maximum': Elementwise((lambda a, b, r: Where(a >= b), lambda a, b, r: Where(~(a >= b)))),
+    'fma': Elementwise((lambda a, b, c, r: b, lambda a, b, c, r: a, _one)),
+    'select': Elementwise((None, lambda m, t, f, r: Where(m), lambda m, t, f, r: Where(~m))),
+    'gather': Special(_gather_forward, _gather_backward),
+    'scatter': Special(_scatter_forward(False), _scatter_backward(False)),
+    'scatter_add': Special(_scatter_forward(True), _scatter_backward(True)),
+    # ---- functions whose implementation is not differentiable as written (bit tricks,
+    # polynomial approximations): their analytic derivatives ----
+    'sin': Elementwise((lambda a, r: _m()[0].cos(a),)),
+    'cos': Elementwise((lambda a, r: -_m()[0].sin(a),)),
+    'tan': Elementwise((lambda a, r: 1.0 + r * r,)),
+    'asin': Elementwise((lambda a, r: _rsqrt(1.0 - a * a),)),
+    'acos': Elementwise((lambda a, r: -_rsqrt(1.0 - a * a),)),
+    'atan': Elementwise((lambda a, r: _rcp(1.0 + a * a),)),
+    'atan2': Elementwise((lambda y, x, r: x / (x * x + y * y),
+                          lambda y, x, r: -y / (x * x + y * y))),
+    'exp': Elementwise((lambda a, r: r,)),
+    'exp2': Elementwise((lambda a, r: r * _LN2,)),
+    'log': Elementwise((lambda a, r: _rcp(a),)),
+    'log2': Elementwise((lambda a, r: _rcp(a * _LN2),)),
+    'power': Elementwise((_power_x, _power_y)),
+    'sinh': Elementwise((lambda a, r: _m()[0].cosh(a),)),
+    'cosh': Elementwise((lambda a, r: _m()[0].sinh(a),)),
+    'tanh': Elementwise((lambda a, r: 1.0 - r * r,)),
+    'erf': Elementwise((lambda a, r: _TWO_OVER_SQRT_PI * _m()[0].exp(-(a * a)),)),
+    'copysign': Elementwise((lambda a, b, r: _sign(a) * _sign(b), _zero)),
+    'mulsign': Elementwise((lambda a, b, r: _sign(b), _zero)),
+    'reduce_sum': _reduce_rule('sum'),
+    'reduce_prod': _reduce_rule('prod'),
+    'reduce_min': _reduce_rule('min'),
+    'reduce_max': _reduce_rule('max'),
+    'prefix_sum': Special(_prefix_forward, _prefix_backward),
+    # replace_grad(a, b): a's value, b's derivatives
+    'replace_grad': Elementwise((None, _one)),
+}
+
+# Rules that read no operand values: their nodes keep none (less memory held).
+READS_NOTHING = {'neg', 'floor', 'ceil', 'round', 'trunc', 'cast', 'add', 'sub',
+                 'replace_grad'}
+
+_missing = {op for op in OPS if op.has(DIFF)} - set(RULES)
+assert not _missing, f'differentiable ops without a derivative rule: {sorted(_missing)}'
+
+# Rule codes of the runtime -> rules (codes of names it does not know are registered here)
+for _name in RULES:
+    _runtime.ad_rule_code(_name, _name not in READS_NOTHING)
+BY_CODE = {_runtime.AD_RULES.index(name): rule for name, rule in RULES.items()}
+
+
+def code(name):
+    return _runtime.AD_RULES.index(name)

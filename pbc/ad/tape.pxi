@@ -1,0 +1,434 @@
+# The AD graph beside the trace (the paper's section 4). A float array computed from
+# arrays that carry derivatives holds an AD node (ArrayBase._ad) beside its JIT variable:
+# the node names its derivative rule, keeps the JIT variables the rule reads, and refers to
+# the nodes of its differentiable operands. Rules (pbc/ad/rules.py) run at traversal time on
+# those variables: they trace ordinary operations, so derivative code fuses into kernels
+# with whatever else is pending, and reads evaluated intermediates from memory.
+#
+# Nodes are reference-counted by the arrays that hold them and by the nodes computed from
+# them, and released at once. A node's serial number is its creation order, which is a
+# topological order of the graph: traversals sort by it instead of recursing.
+
+cdef extern from *:
+    """
+    struct ADNode {
+        uint64_t serial;      /* creation order (0: a free slot) */
+        uint32_t ref;
+        uint32_t grad;        /* JIT variable of the gradient (0: none, which is zero) */
+        uint32_t arg[3];      /* JIT variables the rule reads (the op's operands) */
+        uint32_t src[3];      /* nodes of those operands that carry derivatives (0: none) */
+        uint32_t value;       /* JIT variable of the result, for rules that read it */
+        uint32_t size;
+        uint16_t rule;        /* an op code, or a rule registered by name */
+        uint8_t vtype, backend, flags;
+    };
+    """
+    ctypedef struct ADNode:
+        uint64_t serial
+        uint32_t ref
+        uint32_t grad
+        uint32_t arg[3]
+        uint32_t src[3]
+        uint32_t value
+        uint32_t size
+        uint16_t rule
+        uint8_t vtype
+        uint8_t backend
+        uint8_t flags
+
+cdef enum ADNodeFlag:
+    AD_PAYLOAD = 1      # ad_payload holds Python data of its rule (indices of a gather, ...)
+    AD_MARK = 2         # visited by the traversal being planned
+
+cdef vector[ADNode] ad_nodes = vector[ADNode](1)     # slot 0: "no node"
+cdef vector[uint32_t] ad_free
+cdef uint64_t ad_serial = 0
+cdef uint32_t ad_live = 0            # nodes alive: with none, op results skip AD at once
+cdef dict ad_payload = {}
+
+# Rule names: the op table's names, then rules registered by name (functions such as sin,
+# gathers, reductions). A rule that reads no operands (add, neg, ...) keeps none.
+AD_RULES = list(OP_NAMES)
+cdef vector[uint8_t] ad_keeps_args = vector[uint8_t](OP_COUNT, 1)
+ad_keeps_args[OP_GATHER] = ad_keeps_args[OP_SCATTER] = 0     # their rules read the payload
+
+def ad_rule_code(str name, bint keeps_args=True):
+    """The code of derivative rule `name` (registered on first use)."""
+    if name not in AD_RULES:
+        AD_RULES.append(name)
+        ad_keeps_args.push_back(keeps_args)
+    cdef int code = AD_RULES.index(name)
+    ad_keeps_args[code] = keeps_args
+    return code
+
+# ---- scopes: the set of variables whose derivatives are tracked (the paper's Omega) -------
+cdef class ADScope:
+    """One level of suspend_grad/resume_grad/isolate_grad: with `complement`, every node
+    except those in `nodes` is enabled, else only those (and what is computed from them).
+    An isolation boundary (`isolate`) also stops backward traversals at the nodes created
+    before it (`serial`), which are `postponed` until the scope ends."""
+    cdef public bint complement
+    cdef public bint isolate
+    cdef public uint64_t serial
+    cdef public set nodes           # node ids; the scope holds a reference to each
+    cdef public set postponed       # node ids; the scope holds a reference to each
+
+    def postpone(self, uint32_t n):
+        if n not in self.postponed:
+            self.postponed.add(n)
+            ad_nodes[n].ref += 1
+
+    def take_postponed(self):
+        """The postponed nodes, each with a reference for the caller (ad_release)."""
+        out, self.postponed = list(self.postponed), set()
+        return out
+
+    def __dealloc__(self):
+        for group in (self.nodes, self.postponed):
+            if group:
+                for n in group:
+                    ad_dec(n)
+
+def ad_release(uint32_t n):
+    ad_dec(n)
+
+def ad_serial_of(uint32_t n):
+    return ad_nodes[n].serial
+
+cdef list ad_scopes = []
+cdef int ad_scope_depth = 0
+
+cdef bint ad_allows(uint32_t n):
+    cdef ADScope s = <ADScope> ad_scopes[ad_scope_depth - 1]
+    return s.complement != (n in s.nodes)
+
+cdef inline uint32_t ad_src(object x) except? 0:
+    """The node through which operand x carries derivatives here (0: none)."""
+    cdef uint32_t n
+    if not isinstance(x, ArrayBase):
+        return 0
+    n = (<ArrayBase> x)._ad
+    if n == 0 or (ad_scope_depth and not ad_allows(n)):
+        return 0
+    return n
+
+def ad_scope_push(bint complement, bint isolate, nodes):
+    """Enters a scope enabling the nodes `nodes` (or, with `complement`, all others)."""
+    global ad_scope_depth
+    cdef ADScope s = ADScope()
+    s.complement, s.isolate, s.nodes, s.postponed = complement, isolate, set(), set()
+    s.serial = ad_serial + 1
+    cdef uint32_t n
+    for n in nodes:
+        if n and n not in s.nodes:
+            s.nodes.add(n)
+            ad_nodes[n].ref += 1
+    ad_scopes.append(s)
+    ad_scope_depth += 1
+    return s
+
+def ad_scope_pop():
+    global ad_scope_depth
+    ad_scope_depth -= 1
+    ad_scopes.pop()
+
+def ad_scope_current():
+    return ad_scopes[ad_scope_depth - 1] if ad_scope_depth else None
+
+def ad_boundary():
+    """The innermost isolation boundary (an ADScope), or None."""
+    for s in reversed(ad_scopes):
+        if (<ADScope> s).isolate:
+            return s
+    return None
+
+# ---- nodes -------------------------------------------------------------------------------
+cdef uint32_t ad_new(uint16_t rule, uint8_t vt, uint8_t backend, uint32_t size) except 0:
+    global ad_serial, ad_live
+    cdef uint32_t n
+    cdef ADNode blank
+    memset(&blank, 0, sizeof(ADNode))
+    if ad_free.empty():
+        ad_nodes.push_back(blank)
+        n = ad_nodes.size() - 1
+    else:
+        n = ad_free.back()
+        ad_free.pop_back()
+        ad_nodes[n] = blank
+    ad_serial += 1
+    cdef ADNode* p = &ad_nodes[n]
+    p.serial = ad_serial
+    p.ref = 1
+    p.rule = rule
+    p.vtype = vt
+    p.backend = backend
+    p.size = size
+    ad_live += 1
+    if ad_scope_depth:
+        # What is computed inside a scope that enables only some variables is enabled too.
+        s = <ADScope> ad_scopes[ad_scope_depth - 1]
+        if not s.complement:
+            s.nodes.add(n)
+            p.ref += 1
+    return n
+
+cdef void ad_dec(uint32_t n) except *:
+    """Drops a reference to node n, releasing it and what only it kept alive."""
+    global ad_live
+    cdef vector[uint32_t] stack
+    cdef ADNode* p
+    cdef uint32_t held[6]
+    cdef int k
+    stack.push_back(n)
+    payloads = None
+    while not stack.empty():
+        n = stack.back()
+        stack.pop_back()
+        p = &ad_nodes[n]
+        p.ref -= 1
+        if p.ref:
+            continue
+        for k in range(3):
+            if p.src[k]:
+                stack.push_back(p.src[k])
+            held[k] = p.arg[k]
+        held[3] = p.value
+        held[4] = p.grad
+        if p.flags & AD_PAYLOAD:
+            if payloads is None:
+                payloads = []
+            payloads.append(ad_payload.pop(n))     # released after the loop
+        memset(p, 0, sizeof(ADNode))
+        ad_free.push_back(n)
+        ad_live -= 1
+        for k in range(5):
+            if held[k]:
+                dec_ext(held[k])
+
+cdef uint32_t ad_record(uint16_t rule, ArrayBase result, uint32_t* src, uint32_t* arg,
+                        bint keep_value) except 0:
+    """Gives `result` a new node (it must hold none) with operand nodes `src` and operand
+    variables `arg` (three each); takes new references to all of them."""
+    cdef uint32_t n = ad_new(rule, result._vt, result._backend, vars[result._index].size)
+    cdef ADNode* p = &ad_nodes[n]
+    cdef int k
+    cdef bint keep = ad_keeps_args[rule]
+    for k in range(3):
+        if src[k]:
+            p.src[k] = src[k]
+            ad_nodes[src[k]].ref += 1
+        if keep and arg[k]:
+            p.arg[k] = arg[k]
+            inc_ext(arg[k])
+    if keep_value:
+        p.value = result._index
+        inc_ext(result._index)
+    result._ad = n
+    return n
+
+cdef void ad_op(uint16_t op, ArrayBase r, object a, object b, object c, uint32_t ia,
+                uint32_t ib, uint32_t ic) except *:
+    """The AD half of the one result funnel: op results whose operands carry derivatives
+    get a node. Callers test `ad_live` first, so untracked code pays one compare."""
+    if not is_float(r._vt):
+        return                         # comparisons, casts to integers: no derivative
+    cdef uint32_t src[3]
+    cdef uint32_t arg[3]
+    src[0] = ad_src(a); src[1] = ad_src(b); src[2] = ad_src(c)
+    if src[0] == 0 and src[1] == 0 and src[2] == 0:
+        return
+    arg[0] = ia; arg[1] = ib; arg[2] = ic
+    ad_record(op, r, src, arg, False)
+
+cdef inline void ad_share(ArrayBase dst, ArrayBase src) noexcept:
+    """dst (which holds no node) stands for the same value as src, with its derivatives."""
+    if src._ad:
+        dst._ad = src._ad
+        ad_nodes[src._ad].ref += 1
+
+cdef inline void ad_take(ArrayBase dst, ArrayBase src) except *:
+    """dst is rebound to src's value: it takes src's node too."""
+    cdef uint32_t old = dst._ad
+    dst._ad = 0
+    ad_share(dst, src)
+    if old:
+        ad_dec(old)
+
+# ---- the Python side of AD (pbc/ad/) -----------------------------------------------------
+def ad_tracked(args):
+    """Whether any of `args` carries derivatives here (one compare when no node lives)."""
+    if ad_live == 0:
+        return False
+    for a in args:
+        if ad_src(a):
+            return True
+    return False
+
+def ad_record_rule(int rule, ArrayBase result, tuple inputs, payload=None,
+                   bint keep_value=True):
+    """Gives `result` (a new array) a node of rule `rule` over up to three `inputs` (arrays,
+    or None): those that carry derivatives become its operands; the rule reads the inputs'
+    values and, with `keep_value`, the result's. Returns result."""
+    if result._ad:
+        raise RuntimeError('pbc: internal error: the result of a rule already has a node')
+    cdef uint32_t src[3]
+    cdef uint32_t arg[3]
+    cdef int k
+    if len(inputs) > 3:
+        raise ValueError('pbc: a derivative rule reads at most three arrays')
+    for k in range(3):
+        x = inputs[k] if k < len(inputs) else None
+        src[k] = ad_src(x)
+        arg[k] = (<ArrayBase> x)._index if isinstance(x, ArrayBase) else 0
+    if (src[0] == 0 and src[1] == 0 and src[2] == 0) or not is_float(result._vt):
+        return result
+    cdef uint32_t n = ad_record(rule, result, src, arg, keep_value)
+    if payload is not None:
+        ad_payload[n] = payload
+        ad_nodes[n].flags |= AD_PAYLOAD
+    return result
+
+def ad_enable(ArrayBase x):
+    """Gives float array x a node of its own (an input of differentiation) if it has none."""
+    cdef uint32_t src[3]
+    cdef uint32_t arg[3]
+    if x._ad or not is_float(x._vt) or x._index == 0:
+        return
+    memset(src, 0, sizeof(src))
+    memset(arg, 0, sizeof(arg))
+    ad_record(OP_DATA, x, src, arg, False)
+
+def ad_disable(ArrayBase x):
+    cdef uint32_t n = x._ad
+    x._ad = 0
+    if n:
+        ad_dec(n)
+
+def ad_node_of(ArrayBase x):
+    """x's node, 0 if none or if the current scope disables it."""
+    return ad_src(x)
+
+def ad_index(ArrayBase x):
+    """x's node whatever the scope (0: none)."""
+    return x._ad
+
+def ad_detached(ArrayBase x):
+    """A new array of x's value without derivatives."""
+    inc_ext(x._index)
+    return wrap(x._backend, x._vt, x._index)
+
+def ad_share_node(ArrayBase dst, ArrayBase src):
+    """dst, a new array of src's value, carries src's derivatives (replace_grad, ...)."""
+    ad_take(dst, src)
+
+def ad_live_count():
+    return ad_live
+
+cdef object ad_array(uint32_t n, uint32_t var):
+    inc_ext(var)
+    return wrap(ad_nodes[n].backend, ad_nodes[n].vtype, var)
+
+def ad_grad(uint32_t n):
+    """Node n's gradient as an array (None: zero)."""
+    return ad_array(n, ad_nodes[n].grad) if ad_nodes[n].grad else None
+
+def ad_set_grad(uint32_t n, value):
+    """Replaces node n's gradient (None: zero). `value` must already have its type."""
+    cdef uint32_t old = ad_nodes[n].grad
+    cdef ArrayBase g
+    ad_nodes[n].grad = 0
+    if value is not None:
+        g = <ArrayBase> value
+        if g._vt != ad_nodes[n].vtype:
+            raise TypeError('pbc: internal error: a gradient of the wrong type')
+        inc_ext(g._index)
+        ad_nodes[n].grad = g._index
+    if old:
+        dec_ext(old)
+
+def ad_size(uint32_t n):
+    return ad_nodes[n].size
+
+def ad_vtype(uint32_t n):
+    return TYPE_NAMES[ad_nodes[n].vtype]
+
+def ad_class(uint32_t n):
+    """The array class of node n's values (and gradients)."""
+    return CLASSES[ad_nodes[n].backend * 16 + ad_nodes[n].vtype]
+
+def ad_sources(uint32_t n):
+    return [ad_nodes[n].src[k] for k in range(3)]
+
+def ad_drop_source(uint32_t n, int k):
+    """Removes the edge from operand k of node n (ADFlag.ClearEdges)."""
+    cdef uint32_t s = ad_nodes[n].src[k]
+    ad_nodes[n].src[k] = 0
+    if s:
+        ad_dec(s)
+
+cdef class ADNodeView:
+    """What a derivative rule sees of a node: its rule's name, the values it reads, the
+    result's value (if kept), its width and type, and the rule's Python data."""
+    cdef readonly str rule
+    cdef readonly tuple args
+    cdef readonly object value
+    cdef readonly uint32_t size
+    cdef readonly object payload
+
+def ad_view(uint32_t n):
+    cdef ADNode* p = &ad_nodes[n]
+    cdef ADNodeView v = ADNodeView()
+    cdef int k
+    v.rule = AD_RULES[p.rule]
+    v.size = p.size
+    v.payload = ad_payload.get(n) if p.flags & AD_PAYLOAD else None
+    args = []
+    for k in range(3):
+        if p.arg[k]:
+            inc_ext(p.arg[k])
+            args.append(wrap(vars[p.arg[k]].backend, vars[p.arg[k]].vtype, p.arg[k]))
+        else:
+            args.append(None)
+    v.args = tuple(args)
+    v.value = ad_array(n, p.value) if p.value else None
+    return v
+
+def ad_order(list starts, bint toward_inputs):
+    """The nodes to traverse from nodes `starts`, in creation order: those they are computed
+    from (`toward_inputs`), or those computed from them. No recursion: a walk over the
+    operands with an explicit stack, or one pass over the live nodes by serial number."""
+    cdef vector[uint32_t] stack, found
+    cdef uint32_t n, k, s
+    cdef uint64_t first = 0xFFFFFFFFFFFFFFFFULL
+    cdef list order
+    for x in starts:
+        n = x
+        if n and not (ad_nodes[n].flags & AD_MARK):
+            ad_nodes[n].flags |= AD_MARK
+            stack.push_back(n)
+            first = min(first, ad_nodes[n].serial)
+    if toward_inputs:
+        while not stack.empty():
+            n = stack.back()
+            stack.pop_back()
+            found.push_back(n)
+            for k in range(3):
+                s = ad_nodes[n].src[k]
+                if s and not (ad_nodes[s].flags & AD_MARK):
+                    ad_nodes[s].flags |= AD_MARK
+                    stack.push_back(s)
+    else:
+        found = stack
+        later = sorted((ad_nodes[n].serial, n) for n in range(1, ad_nodes.size())
+                       if ad_nodes[n].serial > first and not (ad_nodes[n].flags & AD_MARK))
+        for _, n in later:
+            for k in range(3):
+                s = ad_nodes[n].src[k]
+                if s and (ad_nodes[s].flags & AD_MARK):
+                    ad_nodes[n].flags |= AD_MARK
+                    found.push_back(n)
+                    break
+    for n in found:
+        ad_nodes[n].flags &= ~AD_MARK
+    order = sorted([n for n in found], key=lambda i: ad_nodes[i].serial)
+    return order
