@@ -530,3 +530,43 @@ def test_untracked_code_makes_no_nodes():
     a = Float([1, 2])
     b = pbc.sin(a) * a + pbc.sum(a)
     assert _runtime.ad_live_count() == base and not pbc.grad_enabled(b)
+
+
+# ---- control flow ------------------------------------------------------------------------
+@pbc.syntax
+def _power_loop(x, mode):
+    i = UInt32(0)
+    y = Float(x)
+    while pbc.hint(i < 3, mode=mode):
+        y = y * x
+        i += 1
+    return y
+
+
+@pbc.syntax
+def _branchy(x):
+    y = Float(x)
+    if x > 1.5:
+        y = y * x * x
+    else:
+        y = y + 1.0
+    return y
+
+
+def test_evaluated_loops_and_conditionals_differentiate():
+    x = Float([1.0, 2.0])
+    pbc.enable_grad(x)
+    pbc.backward(_power_loop(x, 'evaluated'))
+    assert pbc.grad(x).numpy().tolist() == [4, 32]
+    pbc.clear_grad(x)
+    pbc.backward(_branchy(x))
+    assert pbc.grad(x).numpy().tolist() == [1, 12]
+
+
+def test_symbolic_loop_over_derivatives_is_a_clear_error():
+    x = Float([1.0, 2.0])
+    pbc.enable_grad(x)
+    with pytest.raises(RuntimeError, match='not supported yet'):
+        _power_loop(x, 'symbolic')
+    with pbc.suspend_grad():
+        assert _power_loop(x, 'symbolic').numpy().tolist() == [1, 16]

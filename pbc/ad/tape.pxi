@@ -209,6 +209,12 @@ cdef uint32_t ad_record(uint16_t rule, ArrayBase result, uint32_t* src, uint32_t
                         bint keep_value) except 0:
     """Gives `result` a new node (it must hold none) with operand nodes `src` and operand
     variables `arg` (three each); takes new references to all of them."""
+    if not scope_stack.empty():
+        raise NotImplementedError(
+            'pbc: derivatives through symbolic loops and calls are not supported yet (a '
+            'value that carries derivatives is used in the body being recorded). Run the '
+            "loop or call in evaluated mode (mode='evaluated'), or use pbc.detach() or "
+            'pbc.suspend_grad() for values whose derivatives are not needed')
     cdef uint32_t n = ad_new(rule, result._vt, result._backend, vars[result._index].size)
     cdef ADNode* p = &ad_nodes[n]
     cdef int k
