@@ -296,8 +296,7 @@ cdef class ArrayBase:
 
     def _assign(self, ArrayBase other):
         """Rebinds this array to other's value and derivatives (in place)."""
-        self._set_index(other._index)
-        ad_take(self, other)
+        assign_from(self, other)
 
     def __len__(self):
         return vars[self._index].size
@@ -389,8 +388,7 @@ cdef class ArrayBase:
 
     def __setitem__(self, key, value):
         if isinstance(key, ArrayBase) and (<ArrayBase> key)._vt == T_BOOL:
-            self._assign(select3(key, value, self))
-            return
+            assign_from(self, select3(key, value, self))
         elif isinstance(key, (slice, ArrayBase)) or is_sequence(key):
             scatter(self, value, lanes_of(key, len(self), self._backend), True, 0)
         else:
@@ -428,11 +426,18 @@ cdef class ArrayBase:
     def __reduce__(self):
         return (type(self), (to_numpy(self),))
 
+cdef void assign_from(ArrayBase dst, ArrayBase src) except *:
+    """dst takes src's variable and derivatives (the object stays: names bound to it see the
+    new value)."""
+    inc_ext(src._index)
+    dec_ext(dst._index)
+    dst._index = src._index
+    ad_take(dst, src)
+
 cdef object inplace(ArrayBase self, object r):
     if r is NotImplemented or type(r) is not type(self):
         return r
-    self._set_index((<ArrayBase> r)._index)
-    ad_take(self, <ArrayBase> r)
+    assign_from(self, <ArrayBase> r)
     return self
 
 cdef object lanes_of(object key, uint32_t n, uint8_t backend):

@@ -231,13 +231,12 @@ def scatter(ArrayBase target, value, index, active=True, int reduce=0):
     target._ad = 0
     try:
         n = ad_record(AD_SCATTER_ADD if reduce else OP_SCATTER, target, src, arg, False)
-        ad_payload[n] = (index, active)
-        ad_nodes[n].flags |= AD_PAYLOAD
+        ad_set_payload(n, (index, active))
     finally:
         if old:
             ad_dec(old)
 
-cdef int AD_SCATTER_ADD = ad_rule_code('scatter_add', False)
+cdef int AD_SCATTER_ADD = ad_rule_code('scatter_add')
 
 # ---- symbolic printing ---------------------------------------------------------------------
 cdef extern from "_print_capture.h" nogil:

@@ -42,16 +42,12 @@ def grad_enabled(*args):
     return builtins.any(_runtime.ad_node_of(a) != 0 for a in _arrays(args))
 
 
-def _full_width(g, size):
-    return g if len(g) == size else g + _runtime.literal(type(g), -0.0, size)
-
-
 def _grad_of(a):
     n = _runtime.ad_index(a)
     g = _runtime.ad_grad(n) if n else None
     if g is None:
         return _runtime.literal(type(a), 0, len(a))
-    return _full_width(g, len(a))
+    return g if len(g) == len(a) else rules.widen(g, len(a))
 
 
 def grad(x, preserve_type=True):
@@ -125,36 +121,32 @@ def _seed(nodes, force):
 def backward_from(arg, flags=ADFlag.Default):
     """Reverse mode: seeds arg's gradient with 1 (unless it has one) and propagates it to
     everything arg was computed from."""
-    _backward_from(arg, flags, False, 'backward_from')
+    _from(arg, flags, False, 'backward_from', True)
 
 
 def backward(arg, flags=ADFlag.Default):
     """Reverse mode from arg, whose gradient is set to 1."""
-    _backward_from(arg, flags, True, 'backward')
-
-
-def _backward_from(arg, flags, force, what):
-    nodes = _nodes([arg], what, flags)
-    if nodes:
-        _seed(nodes, force)
-        traverse(nodes, True, True, flags, nodes)
+    _from(arg, flags, True, 'backward', True)
 
 
 def forward_from(arg, flags=ADFlag.Default):
     """Forward mode: seeds arg's gradient with 1 (unless it has one) and propagates it to
     everything computed from arg."""
-    _forward_from(arg, flags, False, 'forward_from')
+    _from(arg, flags, False, 'forward_from', False)
 
 
 def forward(arg, flags=ADFlag.Default):
-    _forward_from(arg, flags, True, 'forward')
+    """Forward mode from arg, whose gradient is set to 1."""
+    _from(arg, flags, True, 'forward', False)
 
 
-def _forward_from(arg, flags, force, what):
+def _from(arg, flags, force, what, backward):
+    """Seeds arg's nodes and traverses from them: backward toward what they were computed
+    from, or forward toward what was computed from them."""
     nodes = _nodes([arg], what, flags)
     if nodes:
         _seed(nodes, force)
-        traverse(nodes, False, False, flags, nodes)
+        traverse(nodes, backward, backward, flags, nodes)
 
 
 def _targets(args):
@@ -187,13 +179,12 @@ def replace_grad(a, b):
             return _map(lambda y: replace_grad(a, y), b)
         return _zip_map(a, b)
     T = type(b)
-    value = a if isinstance(a, ArrayBase) and type(a) is T else T(a)
+    value = _runtime.ad_detached(a if isinstance(a, ArrayBase) and type(a) is T else T(a))
     if len(value) != len(b):
         if len(value) != 1:
             raise ValueError(f'pbc.replace_grad(): incompatible widths {len(value)} and '
                              f'{len(b)}')
-        value = value + _runtime.literal(T, -0.0, len(b))
-    value = _runtime.ad_detached(value)
+        value = rules.widen(value, len(b))
     return _runtime.ad_record_rule(rules.code('replace_grad'), value, (None, b), None, False)
 
 

@@ -69,10 +69,15 @@ def backward(rule, node, grad, need):
 
 
 # ---- helpers (imported late: pbc's math is built on the runtime this package extends) ----
-def _m():
-    from .. import math as m
-    from .. import routines as r
-    return m, r
+def _math():
+    from .. import math
+    return math
+
+
+def widen(x, size):
+    """Flat array x, `size` lanes wide (routines.broadcast_lanes; routines imports pbc.ad)."""
+    from ..routines import broadcast_lanes
+    return broadcast_lanes(x, size)
 
 
 def _sign(a):
@@ -107,7 +112,6 @@ def _gather_forward(node, t):
 def _gather_backward(node, g):
     index, active, size = node.payload
     out = _runtime.literal(type(g), 0.0, size)
-    out = type(g)(out)
     _runtime.make_opaque(out)
     _runtime.scatter(out, g, index, active, 1)
     return [out, None, None]
@@ -118,7 +122,7 @@ def _scatter_forward(add):
         index, active = node.payload
         d_target, d_value = t[0], t[1]
         T = type(d_target if d_target is not None else d_value)
-        out = T(d_target) if d_target is not None else T(_runtime.literal(T, 0.0, node.size))
+        out = T(d_target) if d_target is not None else _runtime.literal(T, 0.0, node.size)
         _runtime.make_opaque(out)
         if d_value is not None:
             _runtime.scatter(out, d_value, index, active, 1 if add else 0)
@@ -173,19 +177,15 @@ def _prefix_forward(node, t):
 
 def _prefix_backward(node, g):
     inclusive, reverse = node.payload
-    if len(g) != node.size:
-        g = g + _runtime.literal(type(g), -0.0, node.size)
-    return [_runtime.prefix_sum(g, inclusive, not reverse), None, None]
+    return [_runtime.prefix_sum(widen(g, node.size), inclusive, not reverse), None, None]
 
 
 def _power_x(x, y, r):
-    m, _ = _m()
-    return y * m.power(x, y - 1.0)
+    return y * _math().power(x, y - 1.0)
 
 
 def _power_y(x, y, r):
-    m, _ = _m()
-    return _runtime.op_select(x == 0, 0.0, r * m.log(x))
+    return _runtime.op_select(x == 0, 0.0, r * _math().log(x))
 
 
 RULES = {
@@ -214,8 +214,8 @@ RULES = {
     'scatter_add': Special(_scatter_forward(True), _scatter_backward(True)),
     # ---- functions whose implementation is not differentiable as written (bit tricks,
     # polynomial approximations): their analytic derivatives ----
-    'sin': Elementwise((lambda a, r: _m()[0].cos(a),)),
-    'cos': Elementwise((lambda a, r: -_m()[0].sin(a),)),
+    'sin': Elementwise((lambda a, r: _math().cos(a),)),
+    'cos': Elementwise((lambda a, r: -_math().sin(a),)),
     'tan': Elementwise((lambda a, r: 1.0 + r * r,)),
     'asin': Elementwise((lambda a, r: _rsqrt(1.0 - a * a),)),
     'acos': Elementwise((lambda a, r: -_rsqrt(1.0 - a * a),)),
@@ -227,10 +227,10 @@ RULES = {
     'log': Elementwise((lambda a, r: _rcp(a),)),
     'log2': Elementwise((lambda a, r: _rcp(a * _LN2),)),
     'power': Elementwise((_power_x, _power_y)),
-    'sinh': Elementwise((lambda a, r: _m()[0].cosh(a),)),
-    'cosh': Elementwise((lambda a, r: _m()[0].sinh(a),)),
+    'sinh': Elementwise((lambda a, r: _math().cosh(a),)),
+    'cosh': Elementwise((lambda a, r: _math().sinh(a),)),
     'tanh': Elementwise((lambda a, r: 1.0 - r * r,)),
-    'erf': Elementwise((lambda a, r: _TWO_OVER_SQRT_PI * _m()[0].exp(-(a * a)),)),
+    'erf': Elementwise((lambda a, r: _TWO_OVER_SQRT_PI * _math().exp(-(a * a)),)),
     'copysign': Elementwise((lambda a, b, r: _sign(a) * _sign(b), _zero)),
     'mulsign': Elementwise((lambda a, b, r: _sign(b), _zero)),
     'reduce_sum': _reduce_rule('sum'),
@@ -242,17 +242,17 @@ RULES = {
     'replace_grad': Elementwise((None, _one)),
 }
 
-# Rules that read no operand values: their nodes keep none (less memory held).
+# Rules that read no operand values (constant partials, or data of their own in the node's
+# payload): their nodes keep none, and so hold no memory of their operands.
 READS_NOTHING = {'neg', 'floor', 'ceil', 'round', 'trunc', 'cast', 'add', 'sub',
-                 'replace_grad'}
+                 'replace_grad', 'gather', 'scatter', 'scatter_add', 'prefix_sum'}
 
 _missing = {op for op in OPS if op.has(DIFF)} - set(RULES)
 assert not _missing, f'differentiable ops without a derivative rule: {sorted(_missing)}'
 
-# Rule codes of the runtime -> rules (codes of names it does not know are registered here)
+# The runtime numbers rules by name (it knows the op table's; others are registered here).
 for _name in RULES:
     _runtime.ad_rule_code(_name, _name not in READS_NOTHING)
-BY_CODE = {_runtime.AD_RULES.index(name): rule for name, rule in RULES.items()}
 
 
 def code(name):

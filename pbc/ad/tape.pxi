@@ -49,8 +49,7 @@ cdef dict ad_payload = {}
 # Rule names: the op table's names, then rules registered by name (functions such as sin,
 # gathers, reductions). A rule that reads no operands (add, neg, ...) keeps none.
 AD_RULES = list(OP_NAMES)
-cdef vector[uint8_t] ad_keeps_args = vector[uint8_t](OP_COUNT, 1)
-ad_keeps_args[OP_GATHER] = ad_keeps_args[OP_SCATTER] = 0     # their rules read the payload
+cdef vector[uint8_t] ad_keeps_args = vector[uint8_t](OP_COUNT, 1)   # (set by rules.py)
 
 def ad_rule_code(str name, bint keeps_args=True):
     """The code of derivative rule `name` (registered on first use)."""
@@ -290,9 +289,13 @@ def ad_record_rule(int rule, ArrayBase result, tuple inputs, payload=None,
         return result
     cdef uint32_t n = ad_record(rule, result, src, arg, keep_value)
     if payload is not None:
-        ad_payload[n] = payload
-        ad_nodes[n].flags |= AD_PAYLOAD
+        ad_set_payload(n, payload)
     return result
+
+cdef void ad_set_payload(uint32_t n, object payload) except *:
+    """Python data node n's rule reads (released with the node)."""
+    ad_payload[n] = payload
+    ad_nodes[n].flags |= AD_PAYLOAD
 
 def ad_enable(ArrayBase x):
     """Gives float array x a node of its own (an input of differentiation) if it has none."""
@@ -323,10 +326,6 @@ def ad_detached(ArrayBase x):
     inc_ext(x._index)
     return wrap(x._backend, x._vt, x._index)
 
-def ad_share_node(ArrayBase dst, ArrayBase src):
-    """dst, a new array of src's value, carries src's derivatives (replace_grad, ...)."""
-    ad_take(dst, src)
-
 def ad_live_count():
     return ad_live
 
@@ -354,9 +353,6 @@ def ad_set_grad(uint32_t n, value):
 
 def ad_size(uint32_t n):
     return ad_nodes[n].size
-
-def ad_vtype(uint32_t n):
-    return TYPE_NAMES[ad_nodes[n].vtype]
 
 def ad_class(uint32_t n):
     """The array class of node n's values (and gradients)."""
@@ -406,7 +402,6 @@ def ad_order(list starts, bint toward_inputs):
     cdef vector[uint32_t] stack, found
     cdef uint32_t n, k, s
     cdef uint64_t first = 0xFFFFFFFFFFFFFFFFULL
-    cdef list order
     for x in starts:
         n = x
         if n and not (ad_nodes[n].flags & AD_MARK):
@@ -436,5 +431,4 @@ def ad_order(list starts, bint toward_inputs):
                     break
     for n in found:
         ad_nodes[n].flags &= ~AD_MARK
-    order = sorted([n for n in found], key=lambda i: ad_nodes[i].serial)
-    return order
+    return sorted(found, key=lambda i: ad_nodes[i].serial)

@@ -23,9 +23,7 @@ class ADFlag(enum.IntFlag):
 def accumulate(node, g):
     """Adds g to node's gradient (converted to its type; summed over lanes for a node of
     width 1, which was broadcast in the operation)."""
-    T = _runtime.ad_class(node)
-    if type(g) is not T:
-        g = T(g)
+    g = _as(g, node)
     size = _runtime.ad_size(node)
     if size == 1 and len(g) != 1:
         g = _runtime.reduce(g, 'sum')
@@ -84,5 +82,6 @@ def traverse(starts, backward, toward_inputs, flags, seeds=()):
 
 
 def _as(t, node):
+    """t converted to the type of node's values."""
     T = _runtime.ad_class(node)
     return t if type(t) is T else T(t)
