@@ -72,7 +72,7 @@ _ROWS = [
     ('sub',            2, I | F,     PURE | DIFF),
     ('mul',            2, I | F,     PURE | COMMUTATIVE | DIFF),
     ('div',            2, I | F,     PURE | DIFF),
-    ('mod',            2, I | F,     PURE),
+    ('mod',            2, I | F,     PURE | DIFF),     # (float: C fmod)
     # (min/max are not commutative: which of -0 and +0, or of a NaN and a number, they
     # return may depend on the order)
     ('min',            2, I | F,     PURE | DIFF),

@@ -19,10 +19,11 @@ from .api import (
     replace_grad,
     set_grad,
 )
+from .custom import CustomOp, custom
 from .scopes import isolate_grad, resume_grad, suspend_grad
 from .traverse import ADFlag
 
-__all__ = ['ADFlag', 'accum_grad', 'backward', 'backward_from', 'backward_to', 'clear_grad',
-           'detach', 'disable_grad', 'enable_grad', 'forward', 'forward_from', 'forward_to',
-           'grad', 'grad_enabled', 'isolate_grad', 'replace_grad', 'resume_grad', 'set_grad',
-           'suspend_grad']
+__all__ = ['ADFlag', 'CustomOp', 'accum_grad', 'backward', 'backward_from', 'backward_to',
+           'clear_grad', 'custom', 'detach', 'disable_grad', 'enable_grad', 'forward',
+           'forward_from', 'forward_to', 'grad', 'grad_enabled', 'isolate_grad',
+           'replace_grad', 'resume_grad', 'set_grad', 'suspend_grad']

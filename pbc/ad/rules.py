@@ -74,10 +74,14 @@ def _math():
     return math
 
 
+def _routines():
+    from .. import routines
+    return routines
+
+
 def widen(x, size):
     """Flat array x, `size` lanes wide (routines.broadcast_lanes; routines imports pbc.ad)."""
-    from ..routines import broadcast_lanes
-    return broadcast_lanes(x, size)
+    return _routines().broadcast_lanes(x, size)
 
 
 def _sign(a):
@@ -180,6 +184,23 @@ def _prefix_backward(node, g):
     return [_runtime.prefix_sum(widen(g, node.size), inclusive, not reverse), None, None]
 
 
+# d(a / b) = (da - (a / b) db) / b: one division by b for both operands, and a / b is the
+# op's own result, found again by value numbering.
+def _div_forward(node, t):
+    a, b = node.args[:2]
+    ta, tb = t[0], t[1]
+    if tb is None:
+        return ta / b
+    d = -(a / b) * tb
+    return (d if ta is None else ta + d) / b
+
+
+def _div_backward(node, g):
+    a, b = node.args[:2]
+    q = g / b
+    return [q, -(a / b) * q, None]
+
+
 def _power_x(x, y, r):
     return y * _math().power(x, y - 1.0)
 
@@ -201,8 +222,9 @@ RULES = {
     'add': Elementwise((_one, _one)),
     'sub': Elementwise((_one, lambda a, b, r: -1)),
     'mul': Elementwise((lambda a, b, r: b, lambda a, b, r: a)),
-    # (a / b is the op's own result, found again by value numbering: one division more)
-    'div': Elementwise((lambda a, b, r: _rcp(b), lambda a, b, r: -(a / b) * _rcp(b))),
+    'div': Special(_div_forward, _div_backward),
+    # fmod(a, b) = a - trunc(a / b) * b
+    'mod': Elementwise((_one, lambda a, b, r: -_routines().trunc(a / b))),
     'min': Elementwise((lambda a, b, r: Where(a <= b), lambda a, b, r: Where(~(a <= b)))),
     'max': Elementwise((lambda a, b, r: Where(a >= b), lambda a, b, r: Where(~(a >= b)))),
     'minimum': Elementwise((lambda a, b, r: Where(a <= b), lambda a, b, r: Where(~(a <= b)))),
@@ -240,12 +262,17 @@ RULES = {
     'prefix_sum': Special(_prefix_forward, _prefix_backward),
     # replace_grad(a, b): a's value, b's derivatives
     'replace_grad': Elementwise((None, _one)),
+    # A custom op's node (pbc/ad/custom.py): the traversal calls the op's own forward or
+    # backward, which set its outputs' or inputs' gradients; an output's node passes nothing.
+    'custom': Special(None, None),
+    'custom_out': Special(lambda node, t: None, lambda node, g: [None]),
 }
 
 # Rules that read no operand values (constant partials, or data of their own in the node's
 # payload): their nodes keep none, and so hold no memory of their operands.
 READS_NOTHING = {'neg', 'floor', 'ceil', 'round', 'trunc', 'cast', 'add', 'sub',
-                 'replace_grad', 'gather', 'scatter', 'scatter_add', 'prefix_sum'}
+                 'replace_grad', 'gather', 'scatter', 'scatter_add', 'prefix_sum', 'custom',
+                 'custom_out'}
 
 _missing = {op for op in OPS if op.has(DIFF)} - set(RULES)
 assert not _missing, f'differentiable ops without a derivative rule: {sorted(_missing)}'

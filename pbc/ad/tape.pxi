@@ -9,6 +9,9 @@
 # them, and released at once. A node's serial number is its creation order, which is a
 # topological order of the graph: traversals sort by it instead of recursing.
 
+from libcpp.algorithm cimport sort
+from libcpp.utility cimport pair
+
 cdef extern from *:
     """
     struct ADNode {
@@ -39,12 +42,14 @@ cdef extern from *:
 cdef enum ADNodeFlag:
     AD_PAYLOAD = 1      # ad_payload holds Python data of its rule (indices of a gather, ...)
     AD_MARK = 2         # visited by the traversal being planned
+    AD_WIDE = 4         # ad_wide holds its operand nodes beyond the third (custom ops)
 
 cdef vector[ADNode] ad_nodes = vector[ADNode](1)     # slot 0: "no node"
 cdef vector[uint32_t] ad_free
 cdef uint64_t ad_serial = 0
 cdef uint32_t ad_live = 0            # nodes alive: with none, op results skip AD at once
 cdef dict ad_payload = {}
+cdef dict ad_wide = {}               # node -> list of its operand nodes beyond src[2]
 
 # Rule names: the op table's names, then rules registered by name (functions such as sin,
 # gathers, reductions). A rule that reads no operands (add, neg, ...) keeps none.
@@ -65,12 +70,15 @@ cdef class ADScope:
     """One level of suspend_grad/resume_grad/isolate_grad: with `complement`, every node
     except those in `nodes` is enabled, else only those (and what is computed from them).
     An isolation boundary (`isolate`) also stops backward traversals at the nodes created
-    before it (`serial`), which are `postponed` until the scope ends."""
+    before it (`serial`), which are `postponed` until the scope ends. A scope that
+    collects (`implicit` is a set) enables nothing and notes every node whose derivatives
+    were asked for: the implicit inputs of a custom op's eval."""
     cdef public bint complement
     cdef public bint isolate
     cdef public uint64_t serial
     cdef public set nodes           # node ids; the scope holds a reference to each
     cdef public set postponed       # node ids; the scope holds a reference to each
+    cdef public set implicit        # node ids (or None); the scope holds a reference to each
 
     def postpone(self, uint32_t n):
         if n not in self.postponed:
@@ -83,7 +91,7 @@ cdef class ADScope:
         return out
 
     def __dealloc__(self):
-        for group in (self.nodes, self.postponed):
+        for group in (self.nodes, self.postponed, self.implicit):
             if group:
                 for n in group:
                     ad_dec(n)
@@ -91,14 +99,22 @@ cdef class ADScope:
 def ad_release(uint32_t n):
     ad_dec(n)
 
+def ad_rule_of(uint32_t n):
+    return ad_nodes[n].rule
+
 def ad_serial_of(uint32_t n):
     return ad_nodes[n].serial
 
 cdef list ad_scopes = []
 cdef int ad_scope_depth = 0
 
-cdef bint ad_allows(uint32_t n):
+cdef bint ad_allows(uint32_t n) except -1:
     cdef ADScope s = <ADScope> ad_scopes[ad_scope_depth - 1]
+    if s.implicit is not None:
+        if n not in s.implicit:
+            s.implicit.add(n)
+            ad_nodes[n].ref += 1
+        return False
     return s.complement != (n in s.nodes)
 
 cdef inline uint32_t ad_src(object x) except? 0:
@@ -111,11 +127,13 @@ cdef inline uint32_t ad_src(object x) except? 0:
         return 0
     return n
 
-def ad_scope_push(bint complement, bint isolate, nodes):
-    """Enters a scope enabling the nodes `nodes` (or, with `complement`, all others)."""
+def ad_scope_push(bint complement, bint isolate, nodes, bint collect=False):
+    """Enters a scope enabling the nodes `nodes` (or, with `complement`, all others), or,
+    with `collect`, none, noting those whose derivatives are asked for."""
     global ad_scope_depth
     cdef ADScope s = ADScope()
     s.complement, s.isolate, s.nodes, s.postponed = complement, isolate, set(), set()
+    s.implicit = set() if collect else None
     s.serial = ad_serial + 1
     cdef uint32_t n
     for n in nodes:
@@ -177,6 +195,7 @@ cdef void ad_dec(uint32_t n) except *:
     cdef vector[uint32_t] stack
     cdef ADNode* p
     cdef uint32_t held[6]
+    cdef uint32_t s
     cdef int k
     stack.push_back(n)
     payloads = None
@@ -191,6 +210,10 @@ cdef void ad_dec(uint32_t n) except *:
             if p.src[k]:
                 stack.push_back(p.src[k])
             held[k] = p.arg[k]
+        if p.flags & AD_WIDE:
+            for s in ad_wide.pop(n):
+                if s:
+                    stack.push_back(s)
         held[3] = p.value
         held[4] = p.grad
         if p.flags & AD_PAYLOAD:
@@ -242,6 +265,11 @@ cdef void ad_op(uint16_t op, ArrayBase r, object a, object b, object c, uint32_t
     src[0] = ad_src(a); src[1] = ad_src(b); src[2] = ad_src(c)
     if src[0] == 0 and src[1] == 0 and src[2] == 0:
         return
+    if op == OP_BITCAST:
+        return                         # a view of the bits: cuts derivatives (as Dr.Jit)
+    if not (OP_FLAGS[op] & OPF_DIFF):
+        raise TypeError(f"pbc: '{OP_NAMES[op]}' has no derivative, and an operand carries "
+                        'derivatives (detach it with pbc.detach() first)')
     arg[0] = ia; arg[1] = ib; arg[2] = ic
     ad_record(op, r, src, arg, False)
 
@@ -359,14 +387,67 @@ def ad_class(uint32_t n):
     return CLASSES[ad_nodes[n].backend * 16 + ad_nodes[n].vtype]
 
 def ad_sources(uint32_t n):
-    return [ad_nodes[n].src[k] for k in range(3)]
+    """The nodes of node n's operands (0 where one carries no derivatives)."""
+    out = [ad_nodes[n].src[k] for k in range(3)]
+    if ad_nodes[n].flags & AD_WIDE:
+        out += ad_wide[n]
+    return out
 
 def ad_drop_source(uint32_t n, int k):
-    """Removes the edge from operand k of node n (ADFlag.ClearEdges)."""
-    cdef uint32_t s = ad_nodes[n].src[k]
-    ad_nodes[n].src[k] = 0
+    """Removes the edge from operand k of node n (ADFlag.ClearEdges; n may have been
+    released by the removal of an earlier edge, and holds none then)."""
+    cdef uint32_t s
+    if k < 3:
+        s = ad_nodes[n].src[k]
+        ad_nodes[n].src[k] = 0
+    elif not (ad_nodes[n].flags & AD_WIDE):
+        return
+    else:
+        more = ad_wide[n]
+        s = more[k - 3]
+        more[k - 3] = 0
     if s:
         ad_dec(s)
+
+cdef list ad_sources_beyond(uint32_t n):
+    return ad_wide[n] if ad_nodes[n].flags & AD_WIDE else []
+
+def ad_custom(payload, list inputs, list outputs):
+    """Links the float arrays `outputs` (new, without nodes) to the nodes `inputs` through a
+    node of rule 'custom' whose payload is `payload` (the custom op): each output gets a node
+    of rule 'custom_out' computed from it. Returns the outputs' nodes as (node, serial)
+    pairs, references that do not keep them alive (ad_alive): the op may not own them."""
+    cdef ArrayBase first = <ArrayBase> outputs[0]
+    cdef uint32_t hub = ad_new(ad_rule_code('custom'), first._vt, first._backend, 1)
+    cdef uint32_t s, n
+    cdef int k = 0
+    more = []
+    for s in inputs:
+        ad_nodes[s].ref += 1
+        if k < 3:
+            ad_nodes[hub].src[k] = s
+        else:
+            more.append(s)
+        k += 1
+    if more:
+        ad_wide[hub] = more
+        ad_nodes[hub].flags |= AD_WIDE
+    ad_set_payload(hub, payload)
+    cdef uint32_t src[3]
+    cdef uint32_t arg[3]
+    memset(src, 0, sizeof(src))
+    memset(arg, 0, sizeof(arg))
+    src[0] = hub
+    weak = []
+    for x in outputs:
+        n = ad_record(ad_rule_code('custom_out'), <ArrayBase> x, src, arg, False)
+        weak.append((n, ad_nodes[n].serial))
+    ad_dec(hub)                      # now held by the outputs' nodes
+    return weak
+
+def ad_alive(uint32_t n, uint64_t serial):
+    """Whether node n still is the node created with number `serial`."""
+    return n < ad_nodes.size() and ad_nodes[n].serial == serial
 
 cdef class ADNodeView:
     """What a derivative rule sees of a node: its rule's name, the values it reads, the
@@ -395,12 +476,27 @@ def ad_view(uint32_t n):
     v.value = ad_array(n, p.value) if p.value else None
     return v
 
+cdef bint ad_reads_marked(uint32_t n) except -1:
+    """Whether an operand of node n is marked."""
+    cdef int k
+    cdef uint32_t s
+    for k in range(3):
+        s = ad_nodes[n].src[k]
+        if s and (ad_nodes[s].flags & AD_MARK):
+            return True
+    for s in ad_sources_beyond(n):
+        if s and (ad_nodes[s].flags & AD_MARK):
+            return True
+    return False
+
 def ad_order(list starts, bint toward_inputs):
     """The nodes to traverse from nodes `starts`, in creation order: those they are computed
     from (`toward_inputs`), or those computed from them. No recursion: a walk over the
     operands with an explicit stack, or one pass over the live nodes by serial number."""
     cdef vector[uint32_t] stack, found
+    cdef vector[pair[uint64_t, uint32_t]] later
     cdef uint32_t n, k, s
+    cdef size_t i
     cdef uint64_t first = 0xFFFFFFFFFFFFFFFFULL
     for x in starts:
         n = x
@@ -418,17 +514,24 @@ def ad_order(list starts, bint toward_inputs):
                 if s and not (ad_nodes[s].flags & AD_MARK):
                     ad_nodes[s].flags |= AD_MARK
                     stack.push_back(s)
+            for s in ad_sources_beyond(n):
+                if s and not (ad_nodes[s].flags & AD_MARK):
+                    ad_nodes[s].flags |= AD_MARK
+                    stack.push_back(s)
     else:
         found = stack
-        later = sorted((ad_nodes[n].serial, n) for n in range(1, ad_nodes.size())
-                       if ad_nodes[n].serial > first and not (ad_nodes[n].flags & AD_MARK))
-        for _, n in later:
-            for k in range(3):
-                s = ad_nodes[n].src[k]
-                if s and (ad_nodes[s].flags & AD_MARK):
-                    ad_nodes[n].flags |= AD_MARK
-                    found.push_back(n)
-                    break
+        for n in range(1, ad_nodes.size()):
+            if ad_nodes[n].serial > first and not (ad_nodes[n].flags & AD_MARK):
+                later.push_back(pair[uint64_t, uint32_t](ad_nodes[n].serial, n))
+        sort(later.begin(), later.end())
+        for i in range(later.size()):
+            n = later[i].second
+            if ad_reads_marked(n):
+                ad_nodes[n].flags |= AD_MARK
+                found.push_back(n)
+    later.clear()
     for n in found:
         ad_nodes[n].flags &= ~AD_MARK
-    return sorted(found, key=lambda i: ad_nodes[i].serial)
+        later.push_back(pair[uint64_t, uint32_t](ad_nodes[n].serial, n))
+    sort(later.begin(), later.end())
+    return [later[i].second for i in range(later.size())]

@@ -8,6 +8,8 @@ import enum
 from .. import _runtime
 from . import rules
 
+CUSTOM = rules.code('custom')    # a custom op's node: its own forward/backward propagate
+
 
 class ADFlag(enum.IntFlag):
     """What a traversal clears afterwards (Dr.Jit's values)."""
@@ -21,12 +23,14 @@ class ADFlag(enum.IntFlag):
 
 
 def accumulate(node, g):
-    """Adds g to node's gradient (converted to its type; summed over lanes for a node of
-    width 1, which was broadcast in the operation)."""
+    """Adds g to node's gradient, converted to its type and width: summed over lanes for a
+    node of width 1 (which was broadcast in the operation), broadcast for a gradient of
+    width 1 (a seed or a constant partial) on a wider node. Gradients always have their
+    node's width, so rules such as a gather's read them lane by lane."""
     g = _as(g, node)
     size = _runtime.ad_size(node)
-    if size == 1 and len(g) != 1:
-        g = _runtime.reduce(g, 'sum')
+    if len(g) != size:
+        g = _runtime.reduce(g, 'sum') if size == 1 else rules.widen(g, size)
     old = _runtime.ad_grad(node)
     _runtime.ad_set_grad(node, g if old is None else old + g)
 
@@ -43,6 +47,14 @@ def traverse(starts, backward, toward_inputs, flags, seeds=()):
     for n in (reversed(order) if backward else order):
         srcs = [s if s in inside else 0 for s in _runtime.ad_sources(n)]
         if not any(srcs):
+            continue
+        if _runtime.ad_rule_of(n) == CUSTOM:
+            if backward and boundary is not None and _runtime.ad_serial_of(n) < boundary.serial:
+                continue                   # (its outputs were postponed)
+            edges += [(n, k) for k, s in enumerate(srcs) if s]
+            carrying = [s for s in srcs if s and _runtime.ad_grad(s) is not None]
+            if (backward or carrying) and _runtime.ad_view(n).payload._propagate(backward):
+                interior.update([] if backward else carrying)
             continue
         if backward:
             g = _runtime.ad_grad(n)
