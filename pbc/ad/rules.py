@@ -184,23 +184,6 @@ def _prefix_backward(node, g):
     return [_runtime.prefix_sum(widen(g, node.size), inclusive, not reverse), None, None]
 
 
-# d(a / b) = (da - (a / b) db) / b: one division by b for both operands, and a / b is the
-# op's own result, found again by value numbering.
-def _div_forward(node, t):
-    a, b = node.args[:2]
-    ta, tb = t[0], t[1]
-    if tb is None:
-        return ta / b
-    d = -(a / b) * tb
-    return (d if ta is None else ta + d) / b
-
-
-def _div_backward(node, g):
-    a, b = node.args[:2]
-    q = g / b
-    return [q, -(a / b) * q, None]
-
-
 def _power_x(x, y, r):
     return y * _math().power(x, y - 1.0)
 
@@ -222,7 +205,10 @@ RULES = {
     'add': Elementwise((_one, _one)),
     'sub': Elementwise((_one, lambda a, b, r: -1)),
     'mul': Elementwise((lambda a, b, r: b, lambda a, b, r: a)),
-    'div': Special(_div_forward, _div_backward),
+    # The partials depend on primal values only (1 / b, and a / b: the op's own result,
+    # found again by value numbering), so the gradient's dependency chain meets no
+    # division: dividing the gradient by b once instead measured 8 % slower.
+    'div': Elementwise((lambda a, b, r: _rcp(b), lambda a, b, r: -(a / b) * _rcp(b))),
     # fmod(a, b) = a - trunc(a / b) * b
     'mod': Elementwise((_one, lambda a, b, r: -_routines().trunc(a / b))),
     'min': Elementwise((lambda a, b, r: Where(a <= b), lambda a, b, r: Where(~(a <= b)))),
