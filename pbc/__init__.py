@@ -9,6 +9,7 @@ from . import (
 )
 from .ad import (
                        ADFlag,
+                       ADMode,
                        CustomOp,
                        accum_grad,
                        backward,
@@ -19,6 +20,7 @@ from .ad import (
                        detach,
                        disable_grad,
                        enable_grad,
+                       enqueue,
                        forward,
                        forward_from,
                        forward_to,
@@ -29,6 +31,7 @@ from .ad import (
                        resume_grad,
                        set_grad,
                        suspend_grad,
+                       traverse,
 )
 from .checks import (
                        allclose,

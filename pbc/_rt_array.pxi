@@ -287,6 +287,17 @@ cdef class ArrayBase:
             return VarState.Evaluated
         return VarState.Symbolic if node_scope(self._index) else VarState.Unevaluated
 
+    @property
+    def grad(self):
+        """Dr.Jit's `x.grad`: pbc.grad(x); assigning to it is pbc.set_grad(x, value)."""
+        from pbc.ad import api
+        return api.grad(self)
+
+    @grad.setter
+    def grad(self, value):
+        from pbc.ad import api
+        api.set_grad(self, value)
+
     def _set_index(self, uint32_t idx):
         """Rebinds this array to variable idx (takes a new reference to it). Its derivatives
         stay those of its old value: use _assign to take another array's."""

@@ -302,9 +302,11 @@ def clip(x, lo, hi):
     return minimum(maximum(x, lo), hi)
 
 
-@componentwise
 def sqrt(x):
     return op_unary('sqrt', x)
+
+
+sqrt = componentwise(sqrt, floating=True)     # sqrt(2) is a Python float, as in Dr.Jit
 
 
 def rcp(x):

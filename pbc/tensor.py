@@ -13,6 +13,7 @@ import numpy as np
 
 from . import _runtime
 from ._runtime import ArrayBase
+from .ad.api import GradAttribute
 
 _SCALARS = (bool, int, float, np.generic)
 _KINDS = {'b': 'bool', 'i': 'int32', 'u': 'int32', 'f': 'float32'}   # weak types, as flat ops
@@ -28,6 +29,7 @@ class Tensor:
     Array = None          # the flat class holding the elements
     __slots__ = ('array', 'shape')
     __array_priority__ = 200
+    grad = GradAttribute()
 
     def __init__(self, array=None, shape=None, flip_axes=False):
         self.array, self.shape = _convert(type(self), array, shape, flip_axes)

@@ -91,16 +91,34 @@ def mismatch(a, b, path, strict=False):
     return None
 
 
+class _Leave:
+    """Marks, on leaves()'s stack, the end of a container's parts."""
+    __slots__ = ('key',)
+
+    def __init__(self, key):
+        self.key = key
+
+
 def leaves(obj):
-    """Yields every flat JIT array reachable from obj, depth first, without recursion."""
+    """Yields every flat JIT array reachable from obj, depth first, without recursion. A
+    container that contains itself is an error (its leaves would never end)."""
     stack = [obj]
+    inside = set()                    # ids of the containers being walked
     while stack:
         x = stack.pop()
         if isinstance(x, ArrayBase):
             yield x
+        elif type(x) is _Leave:
+            inside.discard(x.key)
         else:
             parts = children(x)
             if parts:
+                if id(x) in inside:
+                    raise RuntimeError(
+                        f'pbc: a {type(x).__name__} that contains itself cannot hold JIT '
+                        'arrays') from RecursionError('infinite recursion in a structure')
+                inside.add(id(x))
+                stack.append(_Leave(id(x)))
                 stack.extend(reversed(parts))
 
 

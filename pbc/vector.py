@@ -10,6 +10,7 @@ import operator
 import numpy as np
 
 from ._runtime import ArrayBase, VarState, op_binary
+from .ad.api import GradAttribute
 from .printing import array_repr
 
 _VECTORS = {}      # (size, flat class) -> vector class
@@ -74,6 +75,7 @@ class StaticArray:
     Value = None          # flat component class
     __slots__ = ('_items',)
     __array_priority__ = 200
+    grad = GradAttribute()
 
     def __init__(self, *args, flip_axes=False, **kwargs):
         n, V = self.Size, self.Value
@@ -283,6 +285,7 @@ class Matrix:
     Size = 0
     Row = None
     __slots__ = ('_rows',)
+    grad = GradAttribute()
 
     def __init__(self, *args, **kwargs):
         n, R = self.Size, self.Row

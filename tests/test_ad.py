@@ -177,19 +177,31 @@ def test_both_branches_of_select_and_min_max_receive_gradients():
     assert pbc.grad(b).numpy().tolist() == [1, 10]
 
 
-def test_untaken_branch_with_an_infinite_derivative():
-    # As in every tape-based AD system, a zero gradient times an infinite partial is NaN:
-    # sqrt's derivative at 0 reaches lane 0 although select does not take it there.
-    x = Float64([0.0, 4.0])
+def test_zero_gradients_stay_zero_through_infinite_or_nan_partials():
+    # As in Dr.Jit, a zero gradient (or tangent) times an infinite or NaN partial is 0:
+    # the branch select does not take at lane 0 contributes nothing there, in both modes.
+    for backward in (True, False):
+        x = Float64([0.0, 4.0])
+        pbc.enable_grad(x)
+        y = pbc.select(x > 0, pbc.sqrt(x), 0.0)
+        if backward:
+            pbc.backward(y)
+            g = pbc.grad(x)
+        else:
+            pbc.set_grad(x, 1.0)
+            g = pbc.forward_to(y)
+        assert g.numpy().tolist() == [0.0, 0.25]
+    # A NaN partial on the branch not taken stays out; where it is taken, it shows.
+    x = Float64(np.arange(4.0))
     pbc.enable_grad(x)
-    pbc.backward(pbc.select(x > 0, pbc.sqrt(x), 0.0))
+    pbc.backward(pbc.select(x < 2, x, x * (Float64(0.0) / 0.0)))
     g = pbc.grad(x).numpy()
-    assert math.isnan(g[0]) and g[1] == 0.25
-    # Keeping the argument in the domain on untaken lanes avoids it (docs/autodiff.md).
-    x = Float64([0.0, 4.0])
+    assert g[:2].tolist() == [1, 1] and np.isnan(g[2:]).all()
+    # where the gradient is not zero, the infinite partial shows
+    x = Float64([0.0])
     pbc.enable_grad(x)
-    pbc.backward(pbc.select(x > 0, pbc.sqrt(pbc.select(x > 0, x, 1.0)), 0.0))
-    assert pbc.grad(x).numpy().tolist() == [0.0, 0.25]
+    pbc.backward(pbc.sqrt(x))
+    assert math.isinf(pbc.grad(x).numpy()[0])
 
 
 def test_mixed_precision_gradients_take_each_input_type():
@@ -627,3 +639,106 @@ def test_checkpoints_derivative_code_reads_evaluated_intermediates():
             ops.append(sum(k['ir_ops'] for k in pbc.kernel_history()))
     np.testing.assert_allclose(grads[0], grads[1], rtol=1e-12)
     assert ops[1] < 0.5 * ops[0], ops
+
+
+def test_clear_flags_follow_where_the_traversal_started():
+    # ClearInterior clears what a traversal passed through, not where it started: the
+    # tangents set on inputs survive forward_to, the gradients set on outputs survive
+    # backward_to, so one seeding serves several targets.
+    a, b = Float(1.0), Float(2.0)
+    pbc.enable_grad(a, b)
+    pbc.set_grad(a, 1.0)
+    pbc.set_grad(b, 10.0)
+    s = a + b
+    p, q = s * a, s * b
+    assert pbc.forward_to(p, flags=pbc.ADFlag.ClearInterior).numpy().tolist() == [14]
+    assert pbc.forward_to(q, flags=pbc.ADFlag.ClearInterior).numpy().tolist() == [52]
+    assert pbc.grad(a).numpy().tolist() == [1] and pbc.grad(s).numpy().tolist() == [0]
+    a, b = Float(1.0), Float(2.0)
+    pbc.enable_grad(a, b)
+    s = a * b
+    p, q = s * 3.0, s * 5.0
+    pbc.set_grad(p, 1.0)
+    pbc.set_grad(q, 1.0)
+    assert pbc.backward_to(a, flags=pbc.ADFlag.ClearInterior).numpy().tolist() == [16]
+    assert pbc.backward_to(b, flags=pbc.ADFlag.ClearInterior).numpy().tolist() == [8]
+    assert pbc.grad(p).numpy().tolist() == [1]
+    # Default also clears where it started
+    pbc.backward_to(a)
+    assert pbc.grad(p).numpy().tolist() == [0]
+
+
+def test_isolated_forward_traversals_keep_older_tangents():
+    a = Float(1.0)
+    pbc.enable_grad(a)
+    pbc.set_grad(a, 2.0)
+    with pbc.isolate_grad():
+        assert pbc.forward_to(a * 2.0).numpy().tolist() == [4]
+        assert pbc.forward_to(a * 3.0).numpy().tolist() == [6]   # a's tangent is kept
+
+
+def test_suspended_scopes_ignore_enable_grad_and_detach_copies():
+    a = Float(1.0, 2.0)
+    pbc.enable_grad(a)
+    with pbc.suspend_grad():
+        e = Float(3.0)
+        pbc.enable_grad(e)
+        copy, same = Float(a), a * 1.0          # (a * 1 simplifies to a's variable)
+        assert not pbc.grad_enabled(e, copy, same)
+    assert not pbc.grad_enabled(e, copy, same) and pbc.grad_enabled(a)
+
+
+def test_seeding_a_vector_of_one_variable_seeds_each_component():
+    a = Float(2.0)
+    pbc.enable_grad(a)
+    pbc.backward_from(Array3f64(a, a, a) * 1.0)
+    assert pbc.grad(a).numpy().tolist() == [3]
+
+
+def test_abs_has_derivative_zero_at_zero():
+    x = Float64([-2.0, 0.0, 3.0])
+    pbc.enable_grad(x)
+    pbc.backward(abs(x))
+    assert pbc.grad(x).numpy().tolist() == [-1, 0, 1]
+
+
+def test_gradient_of_the_wrong_width_and_cyclic_structures_are_errors():
+    x = Float(1.0, 2.0, 3.0)
+    pbc.enable_grad(x)
+    with pytest.raises(RuntimeError, match='gradient of size 2 into AD variable of size 3'):
+        pbc.set_grad(x, Float(1.0, 2.0))
+    cyclic = [Float(1.0)]
+    cyclic.append(cyclic)
+    with pytest.raises(RuntimeError, match='contains itself') as e:
+        pbc.enable_grad(cyclic)
+    assert isinstance(e.value.__cause__, RecursionError)
+
+
+def test_enqueue_and_traverse_are_the_primitives_of_the_to_and_from_functions():
+    for modes in ((pbc.ADMode.Backward, pbc.ADMode.Forward),
+                  (pbc.ADMode.Forward, pbc.ADMode.Backward)):
+        x = Float64(1.0, 2.0)
+        pbc.enable_grad(x)
+        y = x * x * 3.0
+        if modes[1] == pbc.ADMode.Forward:      # enqueue y upstream, carry tangents forward
+            x.grad = 1.0
+            pbc.enqueue(modes[0], y)
+            pbc.traverse(modes[1])
+            assert y.grad.numpy().tolist() == [6, 12]
+        else:                                   # enqueue x downstream, carry gradients back
+            y.grad = 1.0
+            pbc.enqueue(modes[0], x)
+            pbc.traverse(modes[1])
+            assert x.grad.numpy().tolist() == [6, 12]
+    with pytest.raises(ValueError, match='ADMode.Forward or ADMode.Backward'):
+        pbc.enqueue(pbc.ADMode.Primal, x)
+
+
+def test_grad_attribute_of_arrays_vectors_matrices_and_tensors():
+    from pbc.llvm import Matrix2f, TensorXf
+    for x in (Float(1.0, 2.0), Array3f64(1, 2, 3), Matrix2f(1, 2, 3, 4),
+              TensorXf(np.ones((2, 2), np.float32))):
+        pbc.enable_grad(x)
+        x.grad = 2.0
+        assert type(x.grad) is type(x)
+        assert np.all(np.asarray(pbc.ravel(x.grad).numpy()) == 2.0)

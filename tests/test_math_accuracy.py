@@ -277,6 +277,7 @@ def test_python_scalars_and_mixed_types():
         assert got == pytest.approx(getattr(math, name)(0.75), rel=4e-16), name
     assert pbc.exp(1000.0) == math.inf and pbc.log(0.0) == -math.inf
     assert math.isnan(pbc.log(-1.0)) and math.isnan(pbc.asin(2.0))
+    assert pbc.sqrt(2) == math.sqrt(2) and pbc.rsqrt(4) == 0.5 and math.isnan(pbc.sqrt(-1))
     assert pbc.atan2(1, -1) == pytest.approx(3 * math.pi / 4, rel=1e-15)
     # a Python scalar adopts the array's type; Float with Float64 promotes; ints become Float
     x = Float(0.5, 1.5)

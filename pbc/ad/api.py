@@ -2,11 +2,13 @@
 setting gradients, propagating them, detaching and replacing them."""
 
 import builtins
+import enum
 
 from .. import _runtime, tree
 from .._runtime import ArrayBase
 from . import rules
-from .traverse import ADFlag, accumulate, traverse
+from .propagate import ADFlag, accumulate
+from .propagate import traverse as _traverse
 
 
 def _float(x):
@@ -112,9 +114,13 @@ def _nodes(args, what, flags):
 
 
 def _seed(nodes, force):
-    for n in nodes:
-        if force or _runtime.ad_grad(n) is None:
+    """Sets the gradient of the arrays of `nodes` to 1 (unless, without `force`, one has
+    a gradient already): a node that several of them share (Array3f(x)) gets 1 for each,
+    as the gradient of their sum."""
+    if force or all(_runtime.ad_grad(n) is None for n in nodes):
+        for n in nodes:
             _runtime.ad_set_grad(n, None)
+        for n in nodes:
             accumulate(n, _runtime.literal(_runtime.ad_class(n), 1.0, 1))
 
 
@@ -146,7 +152,7 @@ def _from(arg, flags, force, what, backward):
     nodes = _nodes([arg], what, flags)
     if nodes:
         _seed(nodes, force)
-        traverse(nodes, backward, backward, flags, nodes)
+        _traverse(nodes, backward, backward, flags)
 
 
 def _targets(args):
@@ -158,7 +164,7 @@ def backward_to(*args, flags=ADFlag.Default):
     to them. Returns their gradients."""
     nodes = _nodes(args, 'backward_to', flags)
     if nodes:
-        traverse(nodes, True, False, flags)
+        _traverse(nodes, True, False, flags)
     return grad(_targets(args))
 
 
@@ -167,7 +173,7 @@ def forward_to(*args, flags=ADFlag.Default):
     Returns their gradients."""
     nodes = _nodes(args, 'forward_to', flags)
     if nodes:
-        traverse(nodes, False, True, flags)
+        _traverse(nodes, False, True, flags)
     return grad(_targets(args))
 
 
@@ -194,3 +200,48 @@ def _zip_map(a, b):
     if len(xs) != len(ys):
         raise ValueError('pbc.replace_grad(): the arguments have different structures')
     return build([replace_grad(x, y) for x, y in zip(xs, ys)])
+
+
+# ---- the manual interface: enqueue, then traverse -----------------------------------------
+class ADMode(enum.IntEnum):
+    Primal = 0
+    Forward = 1
+    Backward = 2
+
+
+_queued = {ADMode.Forward: [], ADMode.Backward: []}     # arrays, held until traverse()
+
+
+def enqueue(mode, *args):
+    """Marks the arrays inside args for the next traverse(): with ADMode.Forward, it covers
+    what is computed from them; with ADMode.Backward, what they are computed from."""
+    if mode not in _queued:
+        raise ValueError(f'pbc.enqueue(): mode must be ADMode.Forward or ADMode.Backward, '
+                         f'not {mode!r}')
+    _queued[ADMode(mode)].extend(a for a in _arrays(args) if _runtime.ad_node_of(a))
+
+
+def traverse(mode, flags=ADFlag.Default):
+    """Propagates gradients (ADMode.Backward) or tangents (ADMode.Forward) already set over
+    what enqueue() marked, then forgets the marks. enqueue(Backward, y) then
+    traverse(Forward) is forward_to(y); enqueue(Forward, x) then traverse(Backward) is
+    backward_to(x)."""
+    if mode not in _queued:
+        raise ValueError(f'pbc.traverse(): mode must be ADMode.Forward or ADMode.Backward, '
+                         f'not {mode!r}')
+    marked = {m: [_runtime.ad_index(a) for a in arrays] for m, arrays in _queued.items()}
+    for arrays in _queued.values():
+        arrays.clear()
+    for m, nodes in marked.items():
+        if nodes:
+            _traverse(nodes, mode == ADMode.Backward, m == ADMode.Backward, flags)
+
+
+class GradAttribute:
+    """Dr.Jit's `x.grad`: reading it is grad(x), assigning to it set_grad(x, value)."""
+
+    def __get__(self, obj, owner=None):
+        return self if obj is None else grad(obj)
+
+    def __set__(self, obj, value):
+        set_grad(obj, value)

@@ -15,7 +15,7 @@ import inspect
 from .. import _runtime, tree
 from .._runtime import ArrayBase
 from .api import accum_grad, detach, grad
-from .traverse import accumulate
+from .propagate import accumulate
 
 
 class CustomOp:

@@ -30,17 +30,51 @@ class Special(NamedTuple):
     backward: object         # (node, gradient of its result) -> gradients of its operands
 
 
+class Product(NamedTuple):
+    """A contribution x * w kept apart, so that adding it to a gradient is one fma. With
+    `guard`, lanes where x is 0 contribute 0 even where w is infinite or NaN."""
+    x: object
+    w: object
+    guard: bool
+
+    def value(self):
+        p = self.x * self.w
+        return _runtime.op_select(self.x == 0, 0.0, p) if self.guard else p
+
+    def added_to(self, total):
+        # The select follows the fma (not a select of w before it): the compare runs
+        # beside the fma, so the gradient's dependency chain grows by one select only.
+        s = _runtime.op_fma(self.x, self.w, total)
+        return _runtime.op_select(self.x == 0, total, s) if self.guard else s
+
+
 def _scale(w, x):
-    """x times partial w (None: no contribution)."""
+    """x times partial w: None (no contribution), an array, or a Product. A zero gradient or
+    tangent contributes zero even where the partial is infinite or NaN (as in Dr.Jit): the
+    derivative of select(x > 0, sqrt(x), 0) at x = 0 is 0, not 0 * inf. The guard is paid
+    only where w may not be finite: not for numbers and finite literals."""
     if w is None or (isinstance(w, (int, float)) and w == 0):
         return None
     if isinstance(w, Where):
         return _runtime.op_select(w.mask, x, 0.0)
-    if isinstance(w, (int, float)) and w == 1:
-        return x
-    if isinstance(w, (int, float)) and w == -1:
-        return -x
-    return x * w
+    if isinstance(w, (int, float)):
+        return x if w == 1 else -x if w == -1 else x * w
+    return Product(x, w, not _runtime.ad_finite_literal(w))
+
+
+def value(c):
+    """Contribution c (see _scale) as an array."""
+    return c.value() if isinstance(c, Product) else c
+
+
+def add_to(total, c):
+    """total + contribution c (total None: zero), one fma where c is a product."""
+    if total is None:
+        return c
+    total = value(total)
+    if isinstance(c, Product) and type(c.x) is type(c.w) is type(total):
+        return c.added_to(total)
+    return total + value(c)
 
 
 def _partials(rule, node, need):
@@ -50,19 +84,21 @@ def _partials(rule, node, need):
 
 
 def forward(rule, node, tangents):
-    """The result's tangent from its operands' tangents (None: zero)."""
+    """The result's tangent from its operands' tangents (None: zero; a contribution as
+    _scale makes them)."""
     if isinstance(rule, Special):
         return rule.forward(node, tangents)
     out = None
     for w, t in zip(_partials(rule, node, [t is not None for t in tangents]), tangents):
         c = _scale(w, t) if t is not None else None
         if c is not None:
-            out = c if out is None else out + c
+            out = add_to(out, c)
     return out
 
 
 def backward(rule, node, grad, need):
-    """The operands' gradients from the result's (None where an operand needs none)."""
+    """The operands' gradients from the result's (None where an operand needs none;
+    contributions as _scale makes them)."""
     if isinstance(rule, Special):
         return rule.backward(node, grad)
     return [_scale(w, grad) for w in _partials(rule, node, need)]
@@ -195,7 +231,8 @@ def _power_y(x, y, r):
 RULES = {
     # ---- ops of the op table ----
     'neg': Elementwise((lambda a, r: -1,)),
-    'abs': Elementwise((lambda a, r: _sign(a),)),
+    # (0 at 0: the subgradient of least norm, as Dr.Jit and PyTorch)
+    'abs': Elementwise((lambda a, r: _runtime.op_select(a == 0, 0.0, _sign(a)),)),
     'sqrt': Elementwise((lambda a, r: 0.5 * _rsqrt(a),)),
     'floor': Elementwise((_zero,)),
     'ceil': Elementwise((_zero,)),

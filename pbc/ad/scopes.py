@@ -58,7 +58,7 @@ class isolate_grad:
         self.scope = None
         try:
             if pending and exc[0] is None:
-                from .traverse import ADFlag, traverse
+                from .propagate import ADFlag, traverse
                 traverse(pending, True, True, ADFlag.Default)
         finally:
             for n in pending:

@@ -117,6 +117,9 @@ cdef bint ad_allows(uint32_t n) except -1:
         return False
     return s.complement != (n in s.nodes)
 
+cdef inline bint ad_enables_nothing(ADScope s) noexcept:
+    return not s.complement and not s.nodes
+
 cdef inline uint32_t ad_src(object x) except? 0:
     """The node through which operand x carries derivatives here (0: none)."""
     cdef uint32_t n
@@ -273,11 +276,13 @@ cdef void ad_op(uint16_t op, ArrayBase r, object a, object b, object c, uint32_t
     arg[0] = ia; arg[1] = ib; arg[2] = ic
     ad_record(op, r, src, arg, False)
 
-cdef inline void ad_share(ArrayBase dst, ArrayBase src) noexcept:
-    """dst (which holds no node) stands for the same value as src, with its derivatives."""
-    if src._ad:
-        dst._ad = src._ad
-        ad_nodes[src._ad].ref += 1
+cdef inline void ad_share(ArrayBase dst, ArrayBase src) except *:
+    """dst (which holds no node) stands for the same value as src, with its derivatives if
+    the current scope tracks them (a copy made inside suspend_grad() is detached)."""
+    cdef uint32_t n = ad_src(src)
+    if n:
+        dst._ad = n
+        ad_nodes[n].ref += 1
 
 cdef inline void ad_take(ArrayBase dst, ArrayBase src) except *:
     """dst is rebound to src's value: it takes src's node too."""
@@ -331,6 +336,8 @@ def ad_enable(ArrayBase x):
     cdef uint32_t arg[3]
     if x._ad or not is_float(x._vt) or x._index == 0:
         return
+    if ad_scope_depth and ad_enables_nothing(<ADScope> ad_scopes[ad_scope_depth - 1]):
+        return                         # ignored inside suspend_grad(), as in Dr.Jit
     memset(src, 0, sizeof(src))
     memset(arg, 0, sizeof(arg))
     ad_record(OP_DATA, x, src, arg, False)
@@ -353,6 +360,18 @@ def ad_detached(ArrayBase x):
     """A new array of x's value without derivatives."""
     inc_ext(x._index)
     return wrap(x._backend, x._vt, x._index)
+
+def ad_finite_literal(ArrayBase a):
+    """Whether a is a literal of finite value (a partial derivative that needs no guard
+    against 0 times infinity)."""
+    cdef Var* v = &vars[a._index]
+    if v.op != OP_LITERAL:
+        return False
+    if v.vtype == T_FLOAT32:
+        return as_f32(v.literal) - as_f32(v.literal) == 0
+    if v.vtype == T_FLOAT64:
+        return as_f64(v.literal) - as_f64(v.literal) == 0
+    return True
 
 def ad_live_count():
     return ad_live

@@ -15,8 +15,8 @@ class ADFlag(enum.IntFlag):
     """What a traversal clears afterwards (Dr.Jit's values)."""
     ClearNone = 0
     ClearEdges = 1        # the edges it traversed (a second traversal finds nothing)
-    ClearInput = 2        # the gradients of the nodes it started from
-    ClearInterior = 4     # the gradients of nodes it propagated through
+    ClearInput = 2        # the gradients it started from (see _clear)
+    ClearInterior = 4     # the gradients it passed through
     ClearVertices = 6
     Default = 7
     AllowNoGrad = 8       # no error when the argument carries no derivatives
@@ -27,40 +27,47 @@ def accumulate(node, g):
     node of width 1 (which was broadcast in the operation), broadcast for a gradient of
     width 1 (a seed or a constant partial) on a wider node. Gradients always have their
     node's width, so rules such as a gather's read them lane by lane."""
-    g = _as(g, node)
-    size = _runtime.ad_size(node)
-    if len(g) != size:
-        g = _runtime.reduce(g, 'sum') if size == 1 else rules.widen(g, size)
     old = _runtime.ad_grad(node)
+    size = _runtime.ad_size(node)
+    if isinstance(g, rules.Product) and old is not None and \
+            max(len(g.x), len(g.w)) == size and type(g.x) is type(g.w) is type(old):
+        _runtime.ad_set_grad(node, rules.add_to(old, g))    # one fma
+        return
+    g = _as(rules.value(g), node)
+    if len(g) != size:
+        if size != 1 and len(g) != 1:
+            raise RuntimeError(f'pbc: attempted to store a gradient of size {len(g)} into '
+                               f'AD variable of size {size}')
+        g = _runtime.reduce(g, 'sum') if size == 1 else rules.widen(g, size)
     _runtime.ad_set_grad(node, g if old is None else old + g)
 
 
-def traverse(starts, backward, toward_inputs, flags, seeds=()):
+def traverse(starts, backward, toward_inputs, flags):
     """Propagates over the nodes that nodes `starts` reach (toward the inputs, or toward
-    what is computed from them), backward or forward; `seeds` are the nodes whose gradients
-    were set to start it (ADFlag.ClearInput)."""
+    what is computed from them), backward or forward."""
     order = _runtime.ad_order(list(starts), toward_inputs)
     inside = set(order)
-    interior = set()
+    propagated = set()             # nodes whose gradient was passed on
     edges = []                     # (node, operand) traversed
-    boundary = _runtime.ad_boundary() if backward else None
+    boundary = _runtime.ad_boundary()
+    postpone = boundary if backward else None
     for n in (reversed(order) if backward else order):
         srcs = [s if s in inside else 0 for s in _runtime.ad_sources(n)]
         if not any(srcs):
             continue
         if _runtime.ad_rule_of(n) == CUSTOM:
-            if backward and boundary is not None and _runtime.ad_serial_of(n) < boundary.serial:
+            if postpone is not None and _runtime.ad_serial_of(n) < postpone.serial:
                 continue                   # (its outputs were postponed)
             edges += [(n, k) for k, s in enumerate(srcs) if s]
             carrying = [s for s in srcs if s and _runtime.ad_grad(s) is not None]
             if (backward or carrying) and _runtime.ad_view(n).payload._propagate(backward):
-                interior.update([] if backward else carrying)
+                propagated.update([] if backward else carrying)
             continue
         if backward:
             g = _runtime.ad_grad(n)
-            if boundary is not None and _runtime.ad_serial_of(n) < boundary.serial:
+            if postpone is not None and _runtime.ad_serial_of(n) < postpone.serial:
                 if g is not None:
-                    boundary.postpone(n)       # continued when the isolation scope ends
+                    postpone.postpone(n)       # continued when the isolation scope ends
                 continue
             edges += [(n, k) for k, s in enumerate(srcs) if s]
             if g is None:
@@ -70,7 +77,7 @@ def traverse(starts, backward, toward_inputs, flags, seeds=()):
             for s, p in zip(srcs, parts):
                 if s and p is not None:
                     accumulate(s, p)
-            interior.add(n)
+            propagated.add(n)
         else:
             edges += [(n, k) for k, s in enumerate(srcs) if s]
             tangents = [_runtime.ad_grad(s) if s else None for s in srcs]
@@ -81,16 +88,32 @@ def traverse(starts, backward, toward_inputs, flags, seeds=()):
             d = rules.forward(rules.RULES[node.rule], node, tangents)
             if d is not None:
                 accumulate(n, d)
-            interior.update(s for s, t in zip(srcs, tangents) if t is not None)
-    if flags & ADFlag.ClearInterior:
-        for n in interior:
-            _runtime.ad_set_grad(n, None)
-    if flags & ADFlag.ClearInput:
-        for n in seeds:
-            _runtime.ad_set_grad(n, None)
+            propagated.update(s for s, t in zip(srcs, tangents) if t is not None)
+    if flags & ADFlag.ClearVertices:
+        if boundary is not None:           # what is older than the boundary keeps its own
+            propagated = {n for n in propagated
+                          if _runtime.ad_serial_of(n) >= boundary.serial}
+        _clear(propagated, _fed(order, inside, backward), flags)
     if flags & ADFlag.ClearEdges:
         for n, k in edges:
             _runtime.ad_drop_source(n, k)
+
+
+def _fed(order, inside, backward):
+    """The nodes of the traversal that receive derivatives from another of its nodes (in
+    reverse mode: those with a consumer in it; in forward mode: those with an operand)."""
+    if backward:
+        return {s for n in order for s in _runtime.ad_sources(n) if s in inside}
+    return {n for n in order if any(s in inside for s in _runtime.ad_sources(n))}
+
+
+def _clear(propagated, fed, flags):
+    """Dr.Jit's rule: of the nodes that passed their gradient on, ClearInterior clears those
+    that received one from another node of the traversal, ClearInput the others (where it
+    started: the seeds, the inputs of forward_to, the outputs of backward_to)."""
+    for n in propagated:
+        if flags & (ADFlag.ClearInterior if n in fed else ADFlag.ClearInput):
+            _runtime.ad_set_grad(n, None)
 
 
 def _as(t, node):
