@@ -214,29 +214,44 @@ cdef bint claim_target(ArrayBase target, int reduce) except -1:
 def scatter(ArrayBase target, value, index, active=True, int reduce=0):
     """target[index] = value (or reduce into it) for active lanes; a queued side effect.
     Where the target or the value carries derivatives, the target's new value gets a node
-    whose operands are its old value and the value written."""
+    whose operands are its old value and the value written (a min/max reduction's rule also
+    reads both values and the result: the gradient goes to what won)."""
     cdef uint32_t st = ad_src(target) if ad_live else 0
     cdef uint32_t sv = ad_src(value) if ad_live else 0
-    if (st or sv) and reduce > 1:
+    cdef bint minmax = reduce == 3 or reduce == 4
+    cdef uint32_t old, n
+    cdef int k
+    if (st or sv) and reduce > 1 and not minmax:
         raise NotImplementedError(f'pbc.scatter_reduce: {REDUCE_NAMES[reduce]} reductions '
-                                  'are not differentiable (add is)')
-    scatter_obj(target, value, index, active, reduce)
-    if not (st or sv):
-        return
-    cdef uint32_t old = target._ad
+                                  'are not differentiable (add, min and max are)')
     cdef uint32_t src[3]
     cdef uint32_t arg[3]
-    src[0] = st; src[1] = sv; src[2] = 0
     memset(arg, 0, sizeof(arg))
-    target._ad = 0
+    if (st or sv) and minmax:          # the values the rule compares, before the write
+        arg[0] = target._index
+        arg[1] = operand(value, target._vt, target._backend)
+        inc_ext(arg[0])
     try:
-        n = ad_record(AD_SCATTER_ADD if reduce else OP_SCATTER, target, src, arg, False)
-        ad_set_payload(n, (index, active))
+        scatter_obj(target, value, index, active, reduce)
+        if not (st or sv):
+            return
+        old = target._ad
+        src[0] = st; src[1] = sv; src[2] = 0
+        target._ad = 0
+        try:
+            n = ad_record(AD_SCATTER_MINMAX if minmax else AD_SCATTER_ADD if reduce else
+                          OP_SCATTER, target, src, arg, minmax)
+            ad_set_payload(n, (index, active, reduce) if minmax else (index, active))
+        finally:
+            if old:
+                ad_dec(old)
     finally:
-        if old:
-            ad_dec(old)
+        for k in range(2):
+            if arg[k]:
+                dec_ext(arg[k])
 
 cdef int AD_SCATTER_ADD = ad_rule_code('scatter_add')
+cdef int AD_SCATTER_MINMAX = ad_rule_code('scatter_minmax')
 
 # ---- symbolic printing ---------------------------------------------------------------------
 cdef extern from "_print_capture.h" nogil:

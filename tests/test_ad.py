@@ -319,7 +319,7 @@ def test_scatter_add_passes_gradients_to_both():
     t = target * 1.0
     pbc.forward(target)
     with pytest.raises(NotImplementedError, match='not differentiable'):
-        pbc.scatter_reduce(pbc.ReduceOp.Max, t, value, UInt32([0, 0, 2, 1]))
+        pbc.scatter_reduce(pbc.ReduceOp.Mul, t, value, UInt32([0, 0, 2, 1]))
 
 
 def test_scalar_broadcast_input_gets_the_sum():
@@ -742,3 +742,51 @@ def test_grad_attribute_of_arrays_vectors_matrices_and_tensors():
         x.grad = 2.0
         assert type(x.grad) is type(x)
         assert np.all(np.asarray(pbc.ravel(x.grad).numpy()) == 2.0)
+
+
+@pytest.mark.parametrize('op', ['Min', 'Max'])
+def test_scatter_reduce_min_max_send_derivatives_to_what_won(op):
+    reduce = getattr(pbc.ReduceOp, op)
+    index = UInt32(0, 0, 1, 1, 2)
+    x0, v0 = np.array([2.0, 4.0, 6.0]), np.array([1.0, 3.0, 5.0, 4.5, 9.0])
+    pick = np.minimum if op == 'Min' else np.maximum
+    want = x0.copy()
+    for i, v in zip(index.numpy(), v0):
+        want[i] = pick(want[i], v)
+    # reverse: the gradient of each entry goes to the target or the value lane that won
+    x, v = Float64(x0), Float64(v0)
+    pbc.enable_grad(x, v)
+    out = Float64(x)
+    pbc.scatter_reduce(reduce, out, v, index)
+    assert out.numpy().tolist() == want.tolist()
+    out.grad = Float64(1.0, 10.0, 100.0)
+    gx, gv = pbc.backward_to(x, v)
+    wins_x = x0 == want
+    wins_v = v0 == want[index.numpy()]
+    assert gx.numpy().tolist() == np.where(wins_x, [1.0, 10.0, 100.0], 0).tolist()
+    assert gv.numpy().tolist() == np.where(wins_v, np.array([1.0, 10.0, 100.0])[
+        index.numpy()], 0).tolist()
+    # forward: the same selection of tangents
+    x, v = Float64(x0), Float64(v0)
+    pbc.enable_grad(x, v)
+    x.grad, v.grad = Float64(0.5, 0.25, 0.125), Float64(1.0, 2.0, 3.0, 4.0, 5.0)
+    out = Float64(x)
+    pbc.scatter_reduce(reduce, out, v, index)
+    t = pbc.forward_to(out).numpy()
+    expect = np.where(wins_x, [0.5, 0.25, 0.125], 0.0)
+    np.add.at(expect, index.numpy(), np.where(wins_v, [1.0, 2.0, 3.0, 4.0, 5.0], 0.0))
+    assert t.tolist() == expect.tolist()
+
+
+def test_scatter_reduce_ties_share_the_gradient():
+    x = Float64(4.0)
+    v = Float64(4.0, 4.0)
+    pbc.enable_grad(x, v)
+    out = Float64(x)
+    pbc.scatter_reduce(pbc.ReduceOp.Min, out, v, UInt32(0, 0))
+    out.grad = 3.0
+    gx, gv = pbc.backward_to(x, v)
+    assert gx.numpy().tolist() == [1] and gv.numpy().tolist() == [1, 1]
+    out = Float64(x)
+    with pytest.raises(NotImplementedError, match='add, min and max are'):
+        pbc.scatter_reduce(pbc.ReduceOp.Mul, out, v, UInt32(0, 0))

@@ -65,6 +65,8 @@ def _pairs(x, g, what):
     if isinstance(g, (int, float)) or (isinstance(g, ArrayBase) and len(xs) > 1):
         return [(a, g) for a in xs]
     gs = list(tree.leaves(g))
+    if not gs and len(xs) == 1:          # numbers (a list, a NumPy array) for one array
+        gs = [type(xs[0])(g)]
     if len(gs) != len(xs):
         raise ValueError(f'pbc.{what}(): the gradient has another structure than the '
                          f'variable ({len(gs)} arrays for {len(xs)})')

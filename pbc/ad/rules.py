@@ -185,6 +185,45 @@ def _scatter_backward(add):
     return bwd
 
 
+def _minmax_winners(node):
+    """scatter_reduce(Min/Max): which old target entries (hit_x) and which value lanes
+    (hit_v) equal the result, and how many share each entry (ties share the gradient, as
+    in the horizontal min/max)."""
+    x0, v = node.args[0], node.args[1]
+    index, active, _ = node.payload
+    r = node.value
+    T = type(r)
+    hit_x = x0 == r
+    hit_v = (v == _runtime.gather(T, r, index, active)) & active
+    count = _runtime.literal(T, 0.0, node.size)
+    _runtime.make_opaque(count)
+    _runtime.scatter(count, _runtime.op_select(hit_v, 1.0, 0.0), index, active, 1)
+    count = _runtime.op_select(hit_x, count + 1.0, count)
+    return hit_x, hit_v, _runtime.op_select(count == 0, 1.0, count)     # (0: NaN won)
+
+
+def _minmax_forward(node, t):
+    hit_x, hit_v, count = _minmax_winners(node)
+    index, active, _ = node.payload
+    t_x, t_v = t[0], t[1]
+    T = type(node.value)
+    out = _runtime.literal(T, 0.0, node.size) if t_x is None else \
+        _runtime.op_select(hit_x, t_x, 0.0)
+    _runtime.make_opaque(out)
+    if t_v is not None:
+        _runtime.scatter(out, _runtime.op_select(hit_v, t_v, 0.0), index, active, 1)
+    return out / count
+
+
+def _minmax_backward(node, g):
+    hit_x, hit_v, count = _minmax_winners(node)
+    index, active, _ = node.payload
+    share = widen(g, node.size) / count
+    return [_runtime.op_select(hit_x, share, 0.0),
+            _runtime.op_select(hit_v, _runtime.gather(type(share), share, index, active), 0.0),
+            None]
+
+
 def _sum(x):
     return _runtime.reduce(x, 'sum')
 
@@ -257,6 +296,7 @@ RULES = {
     'gather': Special(_gather_forward, _gather_backward),
     'scatter': Special(_scatter_forward(False), _scatter_backward(False)),
     'scatter_add': Special(_scatter_forward(True), _scatter_backward(True)),
+    'scatter_minmax': Special(_minmax_forward, _minmax_backward),
     # ---- functions whose implementation is not differentiable as written (bit tricks,
     # polynomial approximations): their analytic derivatives ----
     'sin': Elementwise((lambda a, r: _math().cos(a),)),

@@ -349,8 +349,16 @@ def ad_disable(ArrayBase x):
         ad_dec(n)
 
 def ad_node_of(ArrayBase x):
-    """x's node, 0 if none or if the current scope disables it."""
-    return ad_src(x)
+    """x's node, 0 if none or if the current scope disables it. Asking is not reading: a
+    custom op's eval sees the scope around it, and the question makes no implicit input."""
+    cdef uint32_t n = x._ad
+    cdef int depth = ad_scope_depth
+    while depth and (<ADScope> ad_scopes[depth - 1]).implicit is not None:
+        depth -= 1
+    if n == 0 or depth == 0:
+        return n
+    cdef ADScope s = <ADScope> ad_scopes[depth - 1]
+    return n if s.complement != (n in s.nodes) else 0
 
 def ad_index(ArrayBase x):
     """x's node whatever the scope (0: none)."""
