@@ -790,3 +790,13 @@ def test_scatter_reduce_ties_share_the_gradient():
     out = Float64(x)
     with pytest.raises(NotImplementedError, match='add, min and max are'):
         pbc.scatter_reduce(pbc.ReduceOp.Mul, out, v, UInt32(0, 0))
+
+
+def test_gradients_of_suspended_variables_read_zero_and_ignore_writes():
+    a = Float(1.0)
+    pbc.enable_grad(a)
+    pbc.set_grad(a, 5.0)
+    with pbc.suspend_grad(a):
+        assert pbc.grad(a).numpy().tolist() == [0]
+        pbc.accum_grad(a, 1.0)
+    assert pbc.grad(a).numpy().tolist() == [5]

@@ -45,7 +45,7 @@ def grad_enabled(*args):
 
 
 def _grad_of(a):
-    n = _runtime.ad_index(a)
+    n = _runtime.ad_node_of(a)          # (inside a scope that disables a: zero, as Dr.Jit)
     g = _runtime.ad_grad(n) if n else None
     if g is None:
         return _runtime.literal(type(a), 0, len(a))
@@ -53,8 +53,8 @@ def _grad_of(a):
 
 
 def grad(x, preserve_type=True):
-    """The gradients of the arrays inside x (zero where none was computed), in x's
-    structure. Python numbers give 0."""
+    """The gradients of the arrays inside x (zero where none was computed, or where the
+    current scope disables derivatives), in x's structure. Python numbers give 0."""
     if isinstance(x, (int, float)) and not isinstance(x, bool):
         return type(x)(0)
     return _map(_grad_of, x)
@@ -75,9 +75,9 @@ def _pairs(x, g, what):
 
 def accum_grad(x, g):
     """Adds g to the gradients of the arrays inside x (g: the same structure, or one value
-    for all)."""
+    for all), except where the current scope disables derivatives."""
     for a, v in _pairs(x, g, 'accum_grad'):
-        n = _runtime.ad_index(a)
+        n = _runtime.ad_node_of(a)      # (ignored inside a scope that disables a)
         if not n:
             continue
         if not isinstance(v, ArrayBase):
