@@ -3,6 +3,7 @@ inputs drawn by hypothesis, forward against reverse mode on random programs, gat
 scatters, the API over nested structures, scopes, and that the graph frees itself."""
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -800,3 +801,13 @@ def test_gradients_of_suspended_variables_read_zero_and_ignore_writes():
         assert pbc.grad(a).numpy().tolist() == [0]
         pbc.accum_grad(a, 1.0)
     assert pbc.grad(a).numpy().tolist() == [5]
+
+
+def test_the_example_of_every_function_in_the_docs_prints_what_it_says(capsys):
+    text = (Path(__file__).parent.parent / 'docs' / 'autodiff.md').read_text()
+    block = text.split('Every function, by example')[1].split('```python\n')[1]
+    block = block.split('```')[0]
+    exec(compile(block, 'docs/autodiff.md', 'exec'), {})
+    printed = capsys.readouterr().out.splitlines()
+    said = [line.split('# ')[-1] for line in block.splitlines() if line.startswith('print(')]
+    assert printed == said
