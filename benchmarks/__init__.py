@@ -13,6 +13,18 @@ import tempfile
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
+def cpu_model():
+    """The CPU's model name (/proc/cpuinfo), for the header of every benchmark."""
+    try:
+        with open('/proc/cpuinfo') as f:
+            for line in f:
+                if line.startswith('model name'):
+                    return line.split(':', 1)[1].strip()
+    except OSError:
+        pass
+    return 'unknown CPU'
+
+
 def row(label, value, unit=''):
     print(f'  {label:<60} {value:>12} {unit}'.rstrip())
 

@@ -7,21 +7,16 @@ installed (run in a child process; pbc never imports it):
 
     python -m benchmarks ad
 
-Dr.Jit needs libLLVM >= 15: `apt-get install libllvm19` and
-DRJIT_LIBLLVM_PATH=/usr/lib/x86_64-linux-gnu/libLLVM.so.19.1 (the default tried here).
+Dr.Jit runs as benchmarks/compare.py says (libLLVM >= 15 needed).
 Prints one labelled figure per line; asserts nothing.
 """
 
-import json
 import os
 import statistics
-import subprocess
-import sys
 import time
 
 N = 10_000_000
 TRACE_ROUNDS = 20_000          # x 5 ops
-LLVM19 = '/usr/lib/x86_64-linux-gnu/libLLVM.so.19.1'
 
 
 def function(a, b):
@@ -96,66 +91,10 @@ def _grad_eval(lib, a, b):
     lib.sync()
 
 
-class _Pbc:
-    def __init__(self):
-        import pbc
-        from pbc.llvm import Float
-        self.pbc, self.Float = pbc, Float
-        self.enable_grad, self.backward, self.grad = pbc.enable_grad, pbc.backward, pbc.grad
-        self.eval, self.sync = pbc.eval, pbc.sync_thread
-
-    def count_kernels(self, fn):
-        self.pbc.kernel_history_clear()
-        with self.pbc.scoped_set_flag(self.pbc.JitFlag.KernelHistory, True):
-            fn()
-            return len(self.pbc.kernel_history())
-
-
-class _Drjit:
-    def __init__(self):
-        import drjit as dr
-        from drjit.llvm.ad import Float
-        self.dr, self.Float = dr, Float
-        self.enable_grad, self.backward, self.grad = dr.enable_grad, dr.backward, dr.grad
-        self.eval, self.sync = dr.eval, dr.sync_thread    # (launches are asynchronous)
-
-    def count_kernels(self, fn):
-        dr = self.dr
-        dr.kernel_history()                  # clears it
-        with dr.scoped_set_flag(dr.JitFlag.KernelHistory, True):
-            fn()
-            return sum(1 for k in dr.kernel_history()
-                       if k['type'] == dr.KernelType.JIT)
-
-
-def _drjit_figures():
-    env = dict(os.environ)
-    env.setdefault('DRJIT_LIBLLVM_PATH', LLVM19)
-    res = subprocess.run([sys.executable, '-m', 'benchmarks.ad', 'child', 'drjit'],
-                         env=env, capture_output=True, text=True,
-                         cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    if res.returncode != 0:
-        lines = (res.stderr.strip() or res.stdout.strip() or '?').splitlines()
-        return {'error': lines[-1]}
-    return json.loads(res.stdout.strip().splitlines()[-1])
-
-
-def _cpu():
-    try:
-        with open('/proc/cpuinfo') as f:
-            for line in f:
-                if line.startswith('model name'):
-                    return line.split(':', 1)[1].strip()
-    except OSError:
-        pass
-    return '?'
-
-
 def main():
-    from benchmarks import row
-    print(f'AD benchmarks on {_cpu()} ({os.cpu_count()} cores)')
-    results = {'pbc': measure(_Pbc())}
-    results['drjit 1.5'] = _drjit_figures()
+    from benchmarks import compare, cpu_model, row
+    print(f'AD benchmarks on {cpu_model()} ({os.cpu_count()} cores)')
+    results = compare.side_by_side('ad')      # each in a fresh process
     for name, r in results.items():
         print(f'{name}:')
         if 'error' in r:
@@ -171,7 +110,5 @@ def main():
 
 
 if __name__ == '__main__':
-    if sys.argv[1:3] == ['child', 'drjit']:
-        print(json.dumps(measure(_Drjit())))
-    else:
-        main()
+    from benchmarks.compare import child_main
+    child_main(measure, ad=True)

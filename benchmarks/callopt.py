@@ -21,7 +21,7 @@ import time
 import numpy as np
 
 import pbc
-from benchmarks import row, run_child
+from benchmarks import cpu_model, row, run_child
 from pbc.llvm import Array3f, Float, Ptr, UInt32
 
 N = 1 << 18
@@ -120,7 +120,7 @@ def child(name):
 
 def main():
     t0 = time.perf_counter()
-    print(f'pbc call/loop optimization counts: {os.cpu_count()} CPUs, {N} lanes, '
+    print(f'pbc call/loop optimization counts on {cpu_model()}: {os.cpu_count()} CPUs, {N} lanes, '
           f'{len(MATERIALS)} material instances, {BOUNCES} bounces')
     sums = set()
     for name in CONFIGS:

@@ -21,7 +21,7 @@ os.environ['PBC_CACHE_DIR'] = _CACHE_DIR
 import numpy as np  # noqa: E402
 
 import pbc  # noqa: E402
-from benchmarks import row  # noqa: E402
+from benchmarks import cpu_model, row  # noqa: E402
 from pbc.llvm import Float, UInt32  # noqa: E402
 
 N_BANDWIDTH = 50_000_000
@@ -223,13 +223,16 @@ def bench_loop():
 def main():
     t0 = time.perf_counter()
     pbc.set_flag(pbc.JitFlag.KernelHistory, True)
-    print(f'pbc core benchmarks: {pbc.thread_count()} threads, NumPy {np.__version__}, '
-          f'load average {os.getloadavg()[0]:.2f}, kernel cache {pbc.config.CACHE_DIR}')
+    print(f'pbc core benchmarks on {cpu_model()}: {pbc.thread_count()} threads, '
+          f'NumPy {np.__version__}, load average {os.getloadavg()[0]:.2f}, '
+          f'kernel cache {pbc.config.CACHE_DIR}')
     try:
         for bench in (bench_tracing, bench_compile, bench_huge_kernel, bench_bandwidth,
                       bench_transcendentals, bench_loop):
             bench()
             pbc.kernel_history_clear()
+        from benchmarks import core_compare
+        core_compare.main()
     finally:
         shutil.rmtree(_CACHE_DIR, ignore_errors=True)
     print(f'total {time.perf_counter() - t0:.1f} s')

@@ -17,7 +17,7 @@ import time
 
 import numpy as np
 
-from benchmarks import row, run_child
+from benchmarks import cpu_model, row, run_child
 
 N = 1_000_000
 MS = (1, 8, 64)
@@ -86,8 +86,8 @@ def numpy_dispatch(variant, m):
 
 def main():
     t0 = time.perf_counter()
-    print(f'pbc dispatch benchmarks: {os.cpu_count()} CPUs, NumPy {np.__version__}, '
-          f'load average {os.getloadavg()[0]:.2f}')
+    print(f'pbc dispatch benchmarks on {cpu_model()}: {os.cpu_count()} CPUs, '
+          f'NumPy {np.__version__}, load average {os.getloadavg()[0]:.2f}')
     print(f'f_i(x), {N:.0e} float32 lanes, random target per lane: first / warm, ms')
     for variant in ('full', 'mod5'):
         for m in MS:

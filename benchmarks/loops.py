@@ -16,7 +16,7 @@ import time
 
 import numpy as np
 
-from benchmarks import ROOT, row, run_child
+from benchmarks import ROOT, cpu_model, row, run_child
 
 N_LOOP = 10_000_000
 KS = (1, 10, 100, 1000)
@@ -179,8 +179,8 @@ def bench_ao():
 
 def main():
     t0 = time.perf_counter()
-    print(f'pbc loop benchmarks: {os.cpu_count()} CPUs, NumPy {np.__version__}, '
-          f'load average {os.getloadavg()[0]:.2f}')
+    print(f'pbc loop benchmarks on {cpu_model()}: {os.cpu_count()} CPUs, '
+          f'NumPy {np.__version__}, load average {os.getloadavg()[0]:.2f}')
     bench_xor()
     bench_ao()
     print(f'total {time.perf_counter() - t0:.1f} s')

@@ -1,0 +1,105 @@
+"""The core figures that Dr.Jit 1.5 can produce too, measured the same way by both (see
+benchmarks/compare.py): tracing cost per op, a memory-bound stream, the paper's unrolled
+loop (first call and warm), transcendental throughput. Printed by `python -m benchmarks
+core`; `python -m benchmarks.core_compare child pbc|drjit` prints one library's JSON."""
+
+import statistics
+import time
+
+N_STREAM = 50_000_000
+N_LOOP = 10_000_000
+N_MATH = 10_000_000
+TRACE_ROUNDS = 100_000          # x 2 ops
+
+
+def _median(fn, repeat=5):
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def measure(lib):
+    import numpy as np
+    rng = np.random.default_rng(0)
+    out = {'trace_op': _tracing(lib, rng), 'stream': _stream(lib, rng)}
+    out['loop_first'], out['loop_warm'] = _loop(lib)
+    for name, lo, hi in (('sin', -10.0, 10.0), ('exp', -20.0, 20.0), ('log', 1e-3, 1e3)):
+        out[name] = _function(lib, getattr(lib, name), rng.uniform(lo, hi, N_MATH))
+    return out
+
+
+def _tracing(lib, rng):
+    """Seconds per traced op of x = x*a + b (best of 3)."""
+    a, b, x = (lib.Float(rng.uniform(0, 1, 1000).astype('float32')) for _ in range(3))
+    lib.eval(a, b, x)
+
+    def trace():
+        y = x
+        t0 = time.perf_counter()
+        for _ in range(TRACE_ROUNDS):
+            y = y * a + b
+        return (time.perf_counter() - t0) / (2 * TRACE_ROUNDS)
+    trace()
+    return min(trace() for _ in range(3))
+
+
+def _stream(lib, rng):
+    xs, ys = (lib.Float(rng.uniform(0, 1, N_STREAM).astype('float32')) for _ in range(2))
+    lib.eval(xs, ys)
+
+    def stream():
+        lib.eval(2.5 * xs + ys)
+        lib.sync()
+    stream()
+    return _median(stream)
+
+
+def _loop(lib):
+    """(first call, warm) of the paper's unrolled loop, K = 100."""
+    x0 = lib.arange(lib.UInt32, N_LOOP)
+    lib.eval(x0)
+
+    def loop():
+        v = x0
+        for _ in range(100):
+            v = (v + 1) ^ v
+        lib.eval(v)
+        lib.sync()
+    t0 = time.perf_counter()
+    loop()
+    return time.perf_counter() - t0, _median(loop)
+
+
+def _function(lib, fn, values):
+    v = lib.Float(values.astype('float32'))
+    lib.eval(v)
+
+    def run():
+        lib.eval(fn(v))
+        lib.sync()
+    run()
+    return _median(run)
+
+
+ROWS = [('trace_op', 'tracing per op, x = x*a + b (best of 3)', 'ns', 1e9),
+        ('stream', 'stream z = 2.5 x + y, 5e7 floats, warm', 'ms', 1e3),
+        ('loop_first', 'unrolled loop (x+1)^x K=100, 1e7 lanes, first call', 'ms', 1e3),
+        ('loop_warm', '  same, warm', 'ms', 1e3),
+        ('sin', 'sin, 1e7 floats, warm', 'ms', 1e3),
+        ('exp', 'exp, 1e7 floats, warm', 'ms', 1e3),
+        ('log', 'log, 1e7 floats, warm', 'ms', 1e3)]
+
+
+def main():
+    from benchmarks import compare
+    print('Side by side with Dr.Jit 1.5 (each in a fresh process, empty kernel cache; ratio '
+          '= pbc / Dr.Jit)')
+    compare.print_rows(compare.side_by_side('core_compare'), ROWS)
+
+
+if __name__ == '__main__':
+    from benchmarks.compare import child_main
+    child_main(measure)
