@@ -1,13 +1,15 @@
 """Dispatch benchmark (the paper's appendix): f_i(x) = sum_{k=0..i} (-1)^k x^(2k+1)/(2k+1)!
 for M targets, N = 10^6 floats with a random target per lane, and the variant where
 target i computes f_(i mod 5) (five distinct functions). Symbolic and evaluated dispatch
-(pbc.switch) next to NumPy (one masked pass per target).
+(pbc.switch) next to Dr.Jit 1.5's dr.switch, when it is installed (the same work, its
+SymbolicCalls flag on or off; see benchmarks/compare.py), and NumPy (one masked pass per
+target).
 
     python -m benchmarks dispatch
 
-Every pbc figure comes from a fresh process with an empty kernel cache ("first": trace +
-compile + run, after the process's one-time LLVM setup) and the best of 3 repeated calls
-("warm"). Prints one labelled figure per line; asserts nothing.
+Every pbc and Dr.Jit figure comes from a fresh process with an empty kernel cache
+("first": trace + compile + run, after the process's one-time LLVM setup) and the best of 3
+repeated calls ("warm"). Prints one labelled figure per line; asserts nothing.
 """
 
 import json
@@ -18,6 +20,7 @@ import time
 import numpy as np
 
 from benchmarks import cpu_model, row, run_child
+from benchmarks.compare import LLVM19
 
 N = 1_000_000
 MS = (1, 8, 64)
@@ -43,7 +46,9 @@ def inputs(m):
             rng.integers(0, m, N).astype(np.uint32))
 
 
-def child(mode, variant, m):
+def child(mode, variant, m, lib='pbc'):
+    if lib == 'drjit':
+        return _drjit_child(mode, variant, m)
     import pbc
     from pbc.llvm import Float, UInt32
     xs, idx = inputs(m)
@@ -74,6 +79,41 @@ def child(mode, variant, m):
     return out
 
 
+def _drjit_child(mode, variant, m):
+    import drjit as dr
+    from drjit.llvm import Float, UInt32
+    xs, idx = inputs(m)
+    x, index = Float(xs), UInt32(idx)
+    dr.eval(dr.arange(Float, 10) * 0.5)
+    dr.sync_thread()
+    funcs = [(lambda n: lambda v: series(v, n))(terms(i, variant)) for i in range(m)]
+    dr.set_flag(dr.JitFlag.SymbolicCalls, mode == 'symbolic')
+
+    def call():
+        y = dr.switch(index, funcs, x)
+        dr.eval(y)
+        dr.sync_thread()                     # (launches are asynchronous)
+        return y
+
+    dr.set_flag(dr.JitFlag.KernelHistory, True)
+    dr.kernel_history()                      # clears it
+    t0 = time.perf_counter()
+    y = call()
+    first = time.perf_counter() - t0
+    hist = [h for h in dr.kernel_history() if h['type'] == dr.KernelType.JIT]
+    dr.set_flag(dr.JitFlag.KernelHistory, False)
+    out = dict(first=first, kernels=len(hist), ir_ops=sum(h['operation_count'] for h in hist),
+               compile=sum(h['codegen_time'] + h['backend_time'] for h in hist) / 1e3,  # (ms)
+               checksum=float(np.sum(y.numpy(), dtype=np.float64)))
+    warm = []
+    for _ in range(WARM_REPEAT):
+        t0 = time.perf_counter()
+        call()
+        warm.append(time.perf_counter() - t0)
+    out['warm'] = min(warm)
+    return out
+
+
 def numpy_dispatch(variant, m):
     xs, idx = inputs(m)
     t0 = time.perf_counter()
@@ -88,21 +128,31 @@ def main():
     t0 = time.perf_counter()
     print(f'pbc dispatch benchmarks on {cpu_model()}: {os.cpu_count()} CPUs, '
           f'NumPy {np.__version__}, load average {os.getloadavg()[0]:.2f}')
-    print(f'f_i(x), {N:.0e} float32 lanes, random target per lane: first / warm, ms')
+    print(f'f_i(x), {N:.0e} float32 lanes, random target per lane: first / warm, ms '
+          '(ratio: pbc / Dr.Jit 1.5)')
+    os.environ.setdefault('DRJIT_LIBLLVM_PATH', LLVM19)
     for variant in ('full', 'mod5'):
         for m in MS:
             t_np, expected = numpy_dispatch(variant, m)
             for mode in ('symbolic', 'evaluated'):
-                r = run_child('dispatch', mode, variant, str(m))
                 label = f'{variant:<4} M={m:<3} {mode:<9}'
-                if 'error' in r:
-                    row(label, r['error'][:60])
-                    continue
-                ok = abs(r['checksum'] - expected) <= 1e-3 * max(1.0, abs(expected))
-                row(f'{label} first / warm', f'{r["first"] * 1e3:.1f} / {r["warm"] * 1e3:.1f}',
-                    'ms' + ('' if ok else '  WRONG RESULT'))
-                row(f'{"":<24}({r["kernels"]} kernel(s), {r["ir_ops"]} IR ops, compile)',
-                    f'{r["compile"] * 1e3:.1f}', 'ms')
+                figures = {}
+                for lib, name in (('pbc', 'pbc'), ('drjit', 'Dr.Jit')):
+                    r = run_child('dispatch', mode, variant, str(m), lib)
+                    if 'error' in r:
+                        row(f'{label} {name}', r['error'][:60])
+                        continue
+                    figures[lib] = r
+                    ok = abs(r['checksum'] - expected) <= 1e-3 * max(1.0, abs(expected))
+                    row(f'{label} {name:<6} first / warm',
+                        f'{r["first"] * 1e3:.1f} / {r["warm"] * 1e3:.1f}',
+                        'ms' + ('' if ok else '  WRONG RESULT'))
+                    row(f'{"":<24}({r["kernels"]} kernel(s), {r["ir_ops"]} IR ops, compile)',
+                        f'{r["compile"] * 1e3:.1f}', 'ms')
+                if len(figures) == 2:
+                    p, d = figures['pbc'], figures['drjit']
+                    row(f'{"":<24}ratio first / warm',
+                        f'{p["first"] / d["first"]:.2f} / {p["warm"] / d["warm"]:.2f}')
             row(f'{variant:<4} M={m:<3} NumPy (one masked pass per target)',
                 f'{t_np * 1e3:.1f}', 'ms')
     print(f'total {time.perf_counter() - t0:.1f} s')
@@ -110,6 +160,6 @@ def main():
 
 if __name__ == '__main__':
     if sys.argv[1:2] == ['child']:
-        print(json.dumps(child(sys.argv[2], sys.argv[3], int(sys.argv[4]))))
+        print(json.dumps(child(sys.argv[2], sys.argv[3], int(sys.argv[4]), *sys.argv[5:])))
     else:
         main()
