@@ -1,5 +1,6 @@
 """Loop benchmarks: the paper's loop microbenchmark as a symbolic loop, an unrolled trace and
-NumPy, and the ambient occlusion sample.
+NumPy, each beside Dr.Jit 1.5 doing the same (when it is installed; see
+benchmarks/compare.py), and the ambient occlusion sample.
 
     python -m benchmarks loops
 
@@ -17,6 +18,7 @@ import time
 import numpy as np
 
 from benchmarks import ROOT, cpu_model, row, run_child
+from benchmarks.compare import LLVM19
 
 N_LOOP = 10_000_000
 KS = (1, 10, 100, 1000)
@@ -85,6 +87,49 @@ def child_xor(variant, k):
     return out
 
 
+def child_xor_drjit(variant, k):
+    """child_xor's figures for Dr.Jit 1.5 (dr.while_loop has pbc's signature)."""
+    import drjit as dr
+    from drjit.llvm import UInt32
+    x0 = dr.arange(UInt32, N_LOOP)
+    dr.eval(x0)
+    dr.sync_thread()
+
+    def fn():
+        if variant == 'unrolled':
+            x = x0
+            for _ in range(k):
+                x = (x + 1) ^ x
+            return x
+        return dr.while_loop((UInt32(0), x0), lambda i, x: i < k,
+                             lambda i, x: (i + 1, (x + 1) ^ x), labels=('i', 'x'),
+                             mode=variant)[1]
+
+    def run():
+        x = fn()
+        dr.eval(x)
+        dr.sync_thread()                      # (launches are asynchronous)
+        return x
+
+    dr.set_flag(dr.JitFlag.KernelHistory, True)
+    dr.kernel_history()                       # clears it
+    t0 = time.perf_counter()
+    x = run()
+    first = time.perf_counter() - t0
+    hist = [h for h in dr.kernel_history() if h['type'] == dr.KernelType.JIT]
+    dr.set_flag(dr.JitFlag.KernelHistory, False)
+    out = {'first': first, 'kernels': len(hist),
+           'compile': sum(h['codegen_time'] + h['backend_time'] for h in hist) / 1e3,  # (ms)
+           'checksum': int(np.sum(x.numpy(), dtype=np.uint64))}
+    warm = []
+    for _ in range(WARM_REPEAT):
+        t0 = time.perf_counter()
+        run()
+        warm.append(time.perf_counter() - t0)
+    out['warm'] = min(warm)
+    return out
+
+
 def child_ao(mode):
     import importlib.util
 
@@ -140,6 +185,17 @@ def bench_xor():
             row(f'         ({r["kernels"]} kernel(s), {r["ir_ops"]} IR ops: trace / codegen / '
                 f'LLVM / run)', f'{ms(r["trace"])} / {ms(r["codegen"])} / {ms(r["backend"])} / '
                 f'{ms(r["run"])}', 'ms')
+            d = run_child('loops', 'xor-drjit', variant, str(k)) if variant != 'evaluated' \
+                or k <= EVALUATED_MAX_K else {'error': 'skipped'}
+            if 'error' not in d and d['checksum'] != expected:
+                d = {'error': f'WRONG RESULT (checksum {d["checksum"]}, NumPy {expected})'}
+            if 'error' in d:
+                row('         Dr.Jit 1.5', d['error'][:60])
+                continue
+            row(f'         Dr.Jit 1.5 first / warm ({d["kernels"]} kernel(s))',
+                f'{ms(d["first"])} / {ms(d["warm"])}', 'ms')
+            row('         ratio pbc / Dr.Jit, first / warm',
+                f'{r["first"] / d["first"]:.2f} / {r["warm"] / d["warm"]:.2f}')
         row(f'K={k:<4} NumPy ({"best of 3" if k <= 100 else "one run"})', ms(t_np), 'ms')
         table['numpy', k] = {'warm': t_np}
 
@@ -181,6 +237,7 @@ def main():
     t0 = time.perf_counter()
     print(f'pbc loop benchmarks on {cpu_model()}: {os.cpu_count()} CPUs, '
           f'NumPy {np.__version__}, load average {os.getloadavg()[0]:.2f}')
+    os.environ.setdefault('DRJIT_LIBLLVM_PATH', LLVM19)
     bench_xor()
     bench_ao()
     print(f'total {time.perf_counter() - t0:.1f} s')
@@ -189,7 +246,8 @@ def main():
 if __name__ == '__main__':
     if sys.argv[1:2] == ['child']:
         what, *args = sys.argv[2:]
-        result = child_xor(args[0], int(args[1])) if what == 'xor' else child_ao(args[0])
+        child = {'xor': child_xor, 'xor-drjit': child_xor_drjit}.get(what)
+        result = child(args[0], int(args[1])) if child else child_ao(args[0])
         print(json.dumps(result))
     else:
         main()
