@@ -246,6 +246,34 @@ cdef void compress_cb(int64_t start, int64_t end, void* params) noexcept nogil:
             out[c] = <uint32_t> k
             c += 1
 
+def count_true(ArrayBase a):
+    """The number of set lanes of Bool array a, as an evaluated width-1 UInt32 array (one
+    pass over its bytes, instead of a conversion to UInt32 and a sum)."""
+    if a._vt != T_BOOL:
+        raise TypeError('pbc.count(): needs a Bool array')
+    cdef uint32_t i = evaluated_copy_of(a) if len(a) else 0
+    cdef int64_t n = vars[i].size if i else 0, nb = (n + RED_BLOCK - 1) // RED_BLOCK, b
+    cdef uint64_t total = 0
+    cdef HJob job
+    job.n = n
+    job.count = NULL
+    try:
+        if n:
+            job.src = vars[i].data
+            job.count = <int64_t*> malloc(nb * sizeof(int64_t))
+            if job.count == NULL:
+                raise MemoryError()
+            run_parallel(count_cb, &job, n, RED_BLOCK)
+            for b in range(nb):
+                total += job.count[b]
+    finally:
+        free(job.count)
+        if i:
+            dec_ext(i)
+    cdef void* out = mem_alloc(T_UINT32, 1)
+    fill(out, T_UINT32, 1, total)
+    return wrap(a._backend, T_UINT32, var_data(T_UINT32, 1, out, a._backend))
+
 def compress(ArrayBase mask):
     """UInt32 indices of the true lanes of a Bool array, in increasing order."""
     if mask._vt != T_BOOL:

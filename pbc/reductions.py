@@ -176,6 +176,8 @@ def count(value, axis=..., keepdims=False, mode=None):
             return builtins.sum(count(v, None) if isinstance(v, (list, tuple)) else int(bool(v))
                                 for v in value)
         return builtins.sum(int(bool(v)) for v in value)
+    if isinstance(value, ArrayBase) and value.Type == 'bool' and axis in (..., 0, -1, None):
+        return _runtime.count_true(value)        # (one pass over the Bool's bytes)
     return sum(_as_uint32(value), axis, keepdims, mode)
 
 

@@ -164,6 +164,18 @@ def test_bool_reductions_and_count():
     assert pbc.any(m)[0] and not pbc.all(m)[0] and not pbc.none(m)[0]
     assert pbc.all(Bool(True, True))[0] and pbc.none(Bool(False, False))[0]
     assert pbc.all(pbc.full(Bool, True, 10**6))[0]
+    # many blocks of the parallel passes, and a set lane only at the very end
+    rng = np.random.default_rng(5)
+    for n in (16383, 16384, 16385, 100_003):
+        v = rng.random(n) < 0.3
+        m = Bool(v)
+        assert pbc.count(m)[0] == v.sum() and type(pbc.count(m)) is UInt32
+        assert pbc.any(m)[0] == v.any() and pbc.all(m)[0] == v.all()
+        last = np.zeros(n, bool)
+        last[-1] = True
+        assert pbc.any(Bool(last))[0] and not pbc.all(Bool(last))[0]
+        assert pbc.count(Bool(last))[0] == 1 and pbc.count(Bool(~last))[0] == n - 1
+    assert pbc.count(Bool([]))[0] == 0
 
 
 @pytest.mark.parametrize('t', INTS + FLOATS)
