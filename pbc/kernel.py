@@ -60,7 +60,6 @@ class Kernel:
     params: list = field(default_factory=list)
     loops: list = field(default_factory=list)
     calls: list = field(default_factory=list)
-    subroutines: list = field(default_factory=list)
     # Registers whose value is the same in every lane (literals, scalar parameters and what
     # is computed from them alone, including loop counters): backends may keep them scalar.
     uniform: frozenset = frozenset()

@@ -280,7 +280,6 @@ class _Renderer:
 
     def render(self):
         k = self.k
-        assert not k.subroutines, 'PTX renderer: calls not supported'
         for slot, p in enumerate(k.params):
             self.decl('b64', f'%q{slot}')
             self.entry.append(f'  ld.global.u64 %q{slot}, [%params+{8 * slot}];')
