@@ -87,7 +87,7 @@ def test_learning_rates_per_parameter_and_between_steps_reuse_kernels():
         opt.set_learning_rate(0.02)
         opt.set_learning_rate(y=0.5)
         run(opt, 1)
-        compiled = [k for k in pbc.kernel_history() if k['cache_hit'] == 'none']
+        compiled = [k for k in pbc.kernel_history() if k['cache_hit'] != 'memory']
     np.testing.assert_allclose(opt['x'].numpy(), x - 0.02 * quadratic_grad(x), rtol=1e-6)
     np.testing.assert_allclose(opt['y'].numpy(), X0, rtol=0)     # lr 0 before: unmoved
     assert compiled == []
@@ -161,12 +161,13 @@ def test_thousand_adam_steps_compile_once_and_hold_memory_constant():
             loss = pbc.mean(pbc.square(x * scale - target))
             pbc.backward(loss)
             opt.step()
-            compiled.append(sum(k['cache_hit'] == 'none' for k in pbc.kernel_history()))
+            # (a kernel of the first step may come from the disk cache of an earlier run)
+            compiled.append(sum(k['cache_hit'] != 'memory' for k in pbc.kernel_history()))
             if i in (10, 999):
                 del x, scale, loss
                 counts.append((_runtime.ad_live_count(),
                                pbc.whos(print_table=False)['variables']))
-    assert compiled[0] > 0 and sum(compiled[1:]) == 0
+    assert compiled[0] > 0 and sum(compiled[1:]) == 0      # step 1 alone compiles or loads
     assert counts[0] == counts[1]
     np.testing.assert_allclose(opt['x'].numpy() * opt['scale'].numpy(), target.numpy(),
                                atol=1e-3)
