@@ -198,6 +198,15 @@ def test_partition_matches_numpy(values, keys):
         assert lanes.numpy().tolist() == np.flatnonzero(sel == key).tolist()
 
 
+@pytest.mark.parametrize('m', [1, 64, 300])      # (up to 256 keys: counted on the stack)
+def test_partition_of_many_blocks_matches_numpy(m):
+    sel = np.random.default_rng(m).integers(0, m + 2, 100_003).astype(np.uint32)
+    keys = list(range(m))[::-1]                        # (unsorted; m and m + 1 match none)
+    groups = pbc._runtime.partition(UInt32(sel), keys)
+    for key, lanes in zip(keys, groups):
+        assert np.array_equal(lanes.numpy(), np.flatnonzero(sel == key))
+
+
 @pytest.mark.parametrize('mode', MODES)
 def test_methods_of_subclasses_and_python_results(mode):
     class Base(pbc.Object):
