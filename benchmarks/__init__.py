@@ -6,9 +6,11 @@ process with an empty kernel cache (first-call figures)."""
 import json
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
+import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -23,6 +25,18 @@ def cpu_model():
     except OSError:
         pass
     return 'unknown CPU'
+
+
+def median_time(fn, repeat=5, warmup=1):
+    """Median wall time of fn() in seconds, after `warmup` untimed calls."""
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
 
 
 def row(label, value, unit=''):

@@ -64,6 +64,30 @@ class Drjit(Lib):
             return sum(1 for k in dr.kernel_history() if k['type'] == dr.KernelType.JIT)
 
 
+def drjit_first_and_warm(run, repeat):
+    """Dr.Jit's figures for run() (which evaluates and returns its result): the first call
+    (seconds), the kernels it launched, their compile time (seconds) and IR operations, the
+    best of `repeat` warm calls, and the result of the first call."""
+    import time
+
+    import drjit as dr
+    dr.set_flag(dr.JitFlag.KernelHistory, True)
+    dr.kernel_history()                      # clears it
+    t0 = time.perf_counter()
+    result = run()
+    first = time.perf_counter() - t0
+    hist = [h for h in dr.kernel_history() if h['type'] == dr.KernelType.JIT]
+    dr.set_flag(dr.JitFlag.KernelHistory, False)
+    warm = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        run()
+        warm.append(time.perf_counter() - t0)
+    return dict(first=first, kernels=len(hist), ir_ops=sum(h['operation_count'] for h in hist),
+                compile=sum(h['codegen_time'] + h['backend_time'] for h in hist) / 1e3,  # (ms)
+                warm=min(warm)), result
+
+
 def child_main(measure, ad=False):
     """`python -m benchmarks.MODULE child LIB`: prints measure(LIB)'s figures as JSON."""
     name = sys.argv[2] if len(sys.argv) > 2 else 'pbc'
@@ -96,4 +120,5 @@ def print_rows(results, rows):
         print(f'  {label + (f" ({unit})" if unit else ""):<60} {fa:>10} {fb:>10} {ratio:>7}')
 
 
-__all__ = ['Drjit', 'LIBS', 'Lib', 'Pbc', 'ROOT', 'child_main', 'print_rows', 'side_by_side']
+__all__ = ['Drjit', 'LIBS', 'Lib', 'Pbc', 'ROOT', 'child_main', 'drjit_first_and_warm',
+           'print_rows', 'side_by_side']

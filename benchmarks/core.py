@@ -21,7 +21,7 @@ os.environ['PBC_CACHE_DIR'] = _CACHE_DIR
 import numpy as np  # noqa: E402
 
 import pbc  # noqa: E402
-from benchmarks import cpu_model, row  # noqa: E402
+from benchmarks import cpu_model, median_time, row  # noqa: E402
 from pbc.llvm import Float, UInt32  # noqa: E402
 
 N_BANDWIDTH = 50_000_000
@@ -33,18 +33,6 @@ N_LOOP = 10_000_000
 
 def ms(seconds):
     return f'{seconds * 1e3:.3f}'
-
-
-def median_time(fn, repeat=5, warmup=1):
-    """Median wall time of fn() in seconds, after `warmup` untimed calls."""
-    for _ in range(warmup):
-        fn()
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
 
 
 def last_kernel():

@@ -3,22 +3,14 @@ benchmarks/compare.py): tracing cost per op, a memory-bound stream, the paper's 
 loop (first call and warm), transcendental throughput. Printed by `python -m benchmarks
 core`; `python -m benchmarks.core_compare child pbc|drjit` prints one library's JSON."""
 
-import statistics
 import time
+
+from benchmarks import median_time
 
 N_STREAM = 50_000_000
 N_LOOP = 10_000_000
 N_MATH = 10_000_000
 TRACE_ROUNDS = 100_000          # x 2 ops
-
-
-def _median(fn, repeat=5):
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
 
 
 def measure(lib):
@@ -53,8 +45,7 @@ def _stream(lib, rng):
     def stream():
         lib.eval(2.5 * xs + ys)
         lib.sync()
-    stream()
-    return _median(stream)
+    return median_time(stream)
 
 
 def _loop(lib):
@@ -70,7 +61,7 @@ def _loop(lib):
         lib.sync()
     t0 = time.perf_counter()
     loop()
-    return time.perf_counter() - t0, _median(loop)
+    return time.perf_counter() - t0, median_time(loop, warmup=0)
 
 
 def _function(lib, fn, values):
@@ -80,8 +71,7 @@ def _function(lib, fn, values):
     def run():
         lib.eval(fn(v))
         lib.sync()
-    run()
-    return _median(run)
+    return median_time(run)
 
 
 ROWS = [('trace_op', 'tracing per op, x = x*a + b (best of 3)', 'ns', 1e9),

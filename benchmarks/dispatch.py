@@ -20,7 +20,7 @@ import time
 import numpy as np
 
 from benchmarks import cpu_model, row, run_child
-from benchmarks.compare import LLVM19
+from benchmarks.compare import LLVM19, drjit_first_and_warm
 
 N = 1_000_000
 MS = (1, 8, 64)
@@ -95,22 +95,8 @@ def _drjit_child(mode, variant, m):
         dr.sync_thread()                     # (launches are asynchronous)
         return y
 
-    dr.set_flag(dr.JitFlag.KernelHistory, True)
-    dr.kernel_history()                      # clears it
-    t0 = time.perf_counter()
-    y = call()
-    first = time.perf_counter() - t0
-    hist = [h for h in dr.kernel_history() if h['type'] == dr.KernelType.JIT]
-    dr.set_flag(dr.JitFlag.KernelHistory, False)
-    out = dict(first=first, kernels=len(hist), ir_ops=sum(h['operation_count'] for h in hist),
-               compile=sum(h['codegen_time'] + h['backend_time'] for h in hist) / 1e3,  # (ms)
-               checksum=float(np.sum(y.numpy(), dtype=np.float64)))
-    warm = []
-    for _ in range(WARM_REPEAT):
-        t0 = time.perf_counter()
-        call()
-        warm.append(time.perf_counter() - t0)
-    out['warm'] = min(warm)
+    out, y = drjit_first_and_warm(call, WARM_REPEAT)
+    out['checksum'] = float(np.sum(y.numpy(), dtype=np.float64))
     return out
 
 

@@ -18,7 +18,7 @@ import time
 import numpy as np
 
 from benchmarks import ROOT, cpu_model, row, run_child
-from benchmarks.compare import LLVM19
+from benchmarks.compare import LLVM19, drjit_first_and_warm
 
 N_LOOP = 10_000_000
 KS = (1, 10, 100, 1000)
@@ -111,22 +111,8 @@ def child_xor_drjit(variant, k):
         dr.sync_thread()                      # (launches are asynchronous)
         return x
 
-    dr.set_flag(dr.JitFlag.KernelHistory, True)
-    dr.kernel_history()                       # clears it
-    t0 = time.perf_counter()
-    x = run()
-    first = time.perf_counter() - t0
-    hist = [h for h in dr.kernel_history() if h['type'] == dr.KernelType.JIT]
-    dr.set_flag(dr.JitFlag.KernelHistory, False)
-    out = {'first': first, 'kernels': len(hist),
-           'compile': sum(h['codegen_time'] + h['backend_time'] for h in hist) / 1e3,  # (ms)
-           'checksum': int(np.sum(x.numpy(), dtype=np.uint64))}
-    warm = []
-    for _ in range(WARM_REPEAT):
-        t0 = time.perf_counter()
-        run()
-        warm.append(time.perf_counter() - t0)
-    out['warm'] = min(warm)
+    out, x = drjit_first_and_warm(run, WARM_REPEAT)
+    out['checksum'] = int(np.sum(x.numpy(), dtype=np.uint64))
     return out
 
 
