@@ -64,13 +64,19 @@ class Drjit(Lib):
             return sum(1 for k in dr.kernel_history() if k['type'] == dr.KernelType.JIT)
 
 
-def drjit_first_and_warm(run, repeat):
-    """Dr.Jit's figures for run() (which evaluates and returns its result): the first call
-    (seconds), the kernels it launched, their compile time (seconds) and IR operations, the
-    best of `repeat` warm calls, and the result of the first call."""
+def drjit_first_and_warm(compute, repeat):
+    """Dr.Jit's figures for evaluating compute()'s result: the first call (seconds), the
+    kernels it launched, their compile time (seconds) and IR operations, the best of
+    `repeat` warm calls, and the result of the first call."""
     import time
 
     import drjit as dr
+
+    def run():
+        result = compute()
+        dr.eval(result)
+        dr.sync_thread()                     # (launches are asynchronous)
+        return result
     dr.set_flag(dr.JitFlag.KernelHistory, True)
     dr.kernel_history()                      # clears it
     t0 = time.perf_counter()

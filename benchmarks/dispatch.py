@@ -89,13 +89,7 @@ def _drjit_child(mode, variant, m):
     funcs = [(lambda n: lambda v: series(v, n))(terms(i, variant)) for i in range(m)]
     dr.set_flag(dr.JitFlag.SymbolicCalls, mode == 'symbolic')
 
-    def call():
-        y = dr.switch(index, funcs, x)
-        dr.eval(y)
-        dr.sync_thread()                     # (launches are asynchronous)
-        return y
-
-    out, y = drjit_first_and_warm(call, WARM_REPEAT)
+    out, y = drjit_first_and_warm(lambda: dr.switch(index, funcs, x), WARM_REPEAT)
     out['checksum'] = float(np.sum(y.numpy(), dtype=np.float64))
     return out
 
