@@ -7,32 +7,7 @@ from . import (
                        llvm,  # noqa: F401  (registers the CPU backend's array types)
                        opt,  # noqa: F401  (pbc.opt.SGD, pbc.opt.Adam)
 )
-from .ad import (
-                       ADFlag,
-                       ADMode,
-                       CustomOp,
-                       accum_grad,
-                       backward,
-                       backward_from,
-                       backward_to,
-                       clear_grad,
-                       custom,
-                       detach,
-                       disable_grad,
-                       enable_grad,
-                       enqueue,
-                       forward,
-                       forward_from,
-                       forward_to,
-                       grad,
-                       grad_enabled,
-                       isolate_grad,
-                       replace_grad,
-                       resume_grad,
-                       set_grad,
-                       suspend_grad,
-                       traverse,
-)
+from .ad import *  # noqa: F403  (the AD functions: pbc/ad/__init__.py's __all__)
 from .checks import (
                        allclose,
                        assert_allclose,

@@ -55,21 +55,19 @@ def traverse(starts, backward, toward_inputs, flags):
         srcs = [s if s in inside else 0 for s in _runtime.ad_sources(n)]
         if not any(srcs):
             continue
+        if postpone is not None and _runtime.ad_serial_of(n) < postpone.serial:
+            if _runtime.ad_grad(n) is not None:
+                postpone.postpone(n)           # continued when the isolation scope ends
+            continue            # (a custom op's node holds none: its outputs were postponed)
+        edges += [(n, k) for k, s in enumerate(srcs) if s]
         if _runtime.ad_rule_of(n) == CUSTOM:
-            if postpone is not None and _runtime.ad_serial_of(n) < postpone.serial:
-                continue                   # (its outputs were postponed)
-            edges += [(n, k) for k, s in enumerate(srcs) if s]
-            carrying = [s for s in srcs if s and _runtime.ad_grad(s) is not None]
+            carrying = [] if backward else [s for s in srcs
+                                            if s and _runtime.ad_grad(s) is not None]
             if (backward or carrying) and _runtime.ad_view(n).payload._propagate(backward):
-                propagated.update([] if backward else carrying)
+                propagated.update(carrying)
             continue
         if backward:
             g = _runtime.ad_grad(n)
-            if postpone is not None and _runtime.ad_serial_of(n) < postpone.serial:
-                if g is not None:
-                    postpone.postpone(n)       # continued when the isolation scope ends
-                continue
-            edges += [(n, k) for k, s in enumerate(srcs) if s]
             if g is None:
                 continue
             node = _runtime.ad_view(n)
@@ -79,7 +77,6 @@ def traverse(starts, backward, toward_inputs, flags):
                     accumulate(s, p)
             propagated.add(n)
         else:
-            edges += [(n, k) for k, s in enumerate(srcs) if s]
             tangents = [_runtime.ad_grad(s) if s else None for s in srcs]
             if all(t is None for t in tangents):
                 continue

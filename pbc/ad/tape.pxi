@@ -108,6 +108,10 @@ def ad_serial_of(uint32_t n):
 cdef list ad_scopes = []
 cdef int ad_scope_depth = 0
 
+cdef inline bint ad_scope_enables(ADScope s, uint32_t n) except -1:
+    """Whether scope s enables node n (the set Omega: those in `nodes`, or all others)."""
+    return s.complement != (n in s.nodes)
+
 cdef bint ad_allows(uint32_t n) except -1:
     cdef ADScope s = <ADScope> ad_scopes[ad_scope_depth - 1]
     if s.implicit is not None:
@@ -115,7 +119,7 @@ cdef bint ad_allows(uint32_t n) except -1:
             s.implicit.add(n)
             ad_nodes[n].ref += 1
         return False
-    return s.complement != (n in s.nodes)
+    return ad_scope_enables(s, n)
 
 cdef inline bint ad_enables_nothing(ADScope s) noexcept:
     return not s.complement and not s.nodes
@@ -357,8 +361,7 @@ def ad_node_of(ArrayBase x):
         depth -= 1
     if n == 0 or depth == 0:
         return n
-    cdef ADScope s = <ADScope> ad_scopes[depth - 1]
-    return n if s.complement != (n in s.nodes) else 0
+    return n if ad_scope_enables(<ADScope> ad_scopes[depth - 1], n) else 0
 
 def ad_index(ArrayBase x):
     """x's node whatever the scope (0: none)."""
