@@ -43,12 +43,13 @@ def row(label, value, unit=''):
     print(f'  {label:<60} {value:>12} {unit}'.rstrip())
 
 
-def run_child(module, *args):
-    """Runs `python -m benchmarks.MODULE child ARGS` with an empty kernel cache and returns
-    the JSON object it prints last ({'error': message} if it fails). HOME is the empty
-    folder too: Dr.Jit keeps its kernel cache in ~/.drjit."""
+def run_child(module, *args, env=None):
+    """Runs `python -m benchmarks.MODULE child ARGS` with an empty kernel cache (and the
+    environment variables `env`) and returns the JSON object it prints last ({'error':
+    message} if it fails). HOME is the empty folder too: Dr.Jit keeps its kernel cache in
+    ~/.drjit."""
     cache = tempfile.mkdtemp(prefix='pbc-bench-')
-    env = dict(os.environ, PBC_CACHE_DIR=cache, HOME=cache,
+    env = dict(os.environ, **(env or {}), PBC_CACHE_DIR=cache, HOME=cache,
                PYTHONPATH=os.pathsep.join(filter(None, [ROOT, os.environ.get('PYTHONPATH')])))
     try:
         res = subprocess.run([sys.executable, '-m', f'benchmarks.{module}', 'child', *args],

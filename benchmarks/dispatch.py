@@ -1,8 +1,11 @@
 """Dispatch benchmark (the paper's appendix): f_i(x) = sum_{k=0..i} (-1)^k x^(2k+1)/(2k+1)!
-for M targets, N = 10^6 floats with a random target per lane, and the variant where
-target i computes f_(i mod 5) (five distinct functions). Symbolic and evaluated dispatch
-(pbc.switch) next to Dr.Jit 1.5's dr.switch, when it is installed (the same work, its
-SymbolicCalls flag on or off; see benchmarks/compare.py), and NumPy (one masked pass per
+for M targets, N = 10^6 floats with a random target per lane, the variant where target i
+computes f_(i mod 5) (five distinct functions), and one where every target is as large as
+a shading routine and unlike the others, g_i(x) = sin((i + 1.5) x) + exp((i + 0.25) x / 8)
+(i + 0.5) (the series' targets share prefixes that inlining computes once). Symbolic and
+evaluated dispatch (pbc.switch) next to Dr.Jit 1.5's dr.switch, when it is installed (the
+same work, its SymbolicCalls flag on or off; see benchmarks/compare.py), symbolic calls
+also with every target inlined (PBC_INLINE_CALLS=1), and NumPy (one masked pass per
 target).
 
     python -m benchmarks dispatch
@@ -27,6 +30,9 @@ MS = (1, 8, 64)
 WARM_REPEAT = 3
 
 
+VARIANTS = ('full', 'mod5', 'sinexp')
+
+
 def terms(i, variant):
     return (i % 5 if variant == 'mod5' else i) + 1
 
@@ -38,6 +44,16 @@ def series(x, n):
         term = term * x2 * (-1.0 / ((2 * k) * (2 * k + 1)))
         total = total + term
     return total
+
+
+def targets(variant, m, lib):
+    """The M target functions of a variant; `lib` (pbc, drjit or numpy) gives sin and exp."""
+    def shade(i):
+        return lambda v: lib.sin(v * (i + 1.5)) + lib.exp(v * ((i + 0.25) / 8)) * (i + 0.5)
+
+    if variant == 'sinexp':
+        return [shade(i) for i in range(m)]
+    return [(lambda n: lambda v: series(v, n))(terms(i, variant)) for i in range(m)]
 
 
 def inputs(m):
@@ -54,7 +70,7 @@ def child(mode, variant, m, lib='pbc'):
     xs, idx = inputs(m)
     x, index = Float(xs), UInt32(idx)
     pbc.eval(pbc.arange(Float, 10) * 0.5)          # one-time LLVM setup, outside the timings
-    funcs = [(lambda n: lambda v: series(v, n))(terms(i, variant)) for i in range(m)]
+    funcs = targets(variant, m, pbc)
 
     def call():
         return pbc.switch(index, funcs, x, mode=mode)
@@ -86,7 +102,7 @@ def _drjit_child(mode, variant, m):
     x, index = Float(xs), UInt32(idx)
     dr.eval(dr.arange(Float, 10) * 0.5)
     dr.sync_thread()
-    funcs = [(lambda n: lambda v: series(v, n))(terms(i, variant)) for i in range(m)]
+    funcs = targets(variant, m, dr)
     dr.set_flag(dr.JitFlag.SymbolicCalls, mode == 'symbolic')
 
     out, y = drjit_first_and_warm(lambda: dr.switch(index, funcs, x), WARM_REPEAT)
@@ -98,9 +114,9 @@ def numpy_dispatch(variant, m):
     xs, idx = inputs(m)
     t0 = time.perf_counter()
     out = np.zeros_like(xs)
-    for i in range(m):
+    for i, f in enumerate(targets(variant, m, np)):
         sel = idx == i
-        out[sel] = series(xs[sel], terms(i, variant))
+        out[sel] = f(xs[sel])
     return time.perf_counter() - t0, float(np.sum(out, dtype=np.float64))
 
 
@@ -108,32 +124,35 @@ def main():
     t0 = time.perf_counter()
     print(f'pbc dispatch benchmarks on {cpu_model()}: {os.cpu_count()} CPUs, '
           f'NumPy {np.__version__}, load average {os.getloadavg()[0]:.2f}')
-    print(f'f_i(x), {N:.0e} float32 lanes, random target per lane: first / warm, ms '
+    print(f'{N:.0e} float32 lanes, random target per lane: first / warm, ms '
           '(ratio: pbc / Dr.Jit 1.5)')
     os.environ.setdefault('DRJIT_LIBLLVM_PATH', LLVM19)
-    for variant in ('full', 'mod5'):
+    for variant in VARIANTS:
         for m in MS:
             t_np, expected = numpy_dispatch(variant, m)
             for mode in ('symbolic', 'evaluated'):
-                label = f'{variant:<4} M={m:<3} {mode:<9}'
+                label = f'{variant:<6} M={m:<3} {mode:<9}'
                 figures = {}
-                for lib, name in (('pbc', 'pbc'), ('drjit', 'Dr.Jit')):
-                    r = run_child('dispatch', mode, variant, str(m), lib)
+                libs = [('pbc', 'pbc', None), ('drjit', 'Dr.Jit', None)]
+                if mode == 'symbolic' and m > 1:
+                    libs.insert(1, ('pbc', 'inline', {'PBC_INLINE_CALLS': '1'}))
+                for lib, name, env in libs:
+                    r = run_child('dispatch', mode, variant, str(m), lib, env=env)
                     if 'error' in r:
                         row(f'{label} {name}', r['error'][:60])
                         continue
-                    figures[lib] = r
+                    figures[name] = r
                     ok = abs(r['checksum'] - expected) <= 1e-3 * max(1.0, abs(expected))
                     row(f'{label} {name:<6} first / warm',
                         f'{r["first"] * 1e3:.1f} / {r["warm"] * 1e3:.1f}',
                         'ms' + ('' if ok else '  WRONG RESULT'))
                     row(f'{"":<24}({r["kernels"]} kernel(s), {r["ir_ops"]} IR ops, compile)',
                         f'{r["compile"] * 1e3:.1f}', 'ms')
-                if len(figures) == 2:
-                    p, d = figures['pbc'], figures['drjit']
+                if 'pbc' in figures and 'Dr.Jit' in figures:
+                    p, d = figures['pbc'], figures['Dr.Jit']
                     row(f'{"":<24}ratio first / warm',
                         f'{p["first"] / d["first"]:.2f} / {p["warm"] / d["warm"]:.2f}')
-            row(f'{variant:<4} M={m:<3} NumPy (one masked pass per target)',
+            row(f'{variant:<6} M={m:<3} NumPy (one masked pass per target)',
                 f'{t_np * 1e3:.1f}', 'ms')
     print(f'total {time.perf_counter() - t0:.1f} s')
 

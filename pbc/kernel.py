@@ -5,6 +5,7 @@ is reached only through parameter slots, so the same Kernel (and the same render
 serves any launch size and any buffers; this is what makes the kernel caches effective.
 """
 
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -48,6 +49,9 @@ class Call:
     outputs: list = field(default_factory=list)   # per target: registers of its outputs
     results: list = field(default_factory=list)   # per output: its call_result register
     code: list = field(default_factory=list)      # per target: whose code it runs (merged)
+    # Per target: the registers defined before its code that its code reads (the caller's
+    # values, in register order), which become its subroutine's parameters.
+    inputs: list = field(default_factory=list)
 
 
 @dataclass
@@ -238,6 +242,7 @@ def assemble(backend, outputs, records, size, optimize_loops=True, merge_functio
         out_slots.append((slot, tname))
     if optimize_calls:
         k.removed_outputs = sum(call.results.count(-1) for call in k.calls)
+    _find_inputs(k)
     _find_uniform(k)
     return k, Layout(sources, out_slots)
 
@@ -256,10 +261,16 @@ def _merge_targets(records, order):
     for pos, r in enumerate(records):
         if TRACE_OPS[r[1]] != 'call' or pos not in index:       # (a call nothing needs)
             continue
-        seen = {}
+        blocks = []                             # (call_start, its target's code)
         for end in r[4][2:]:
             start = records[end][4][0]
-            block = order[index[start]:index[end] + 1]
+            blocks.append((start, order[index[start]:index[end] + 1]))
+        # Only code of equal length can be the same: compare just those in full.
+        lengths = Counter(len(block) for _, block in blocks)
+        seen = {}
+        for start, block in blocks:
+            if lengths[len(block)] == 1:
+                continue
             local = {p: i for i, p in enumerate(block)}
             # (literals count, but not a target's key nor a loop's serial number)
             sig = tuple((q[1], q[2], q[3] == 1, q[5] if j and q[1] != LOOP_START else 0, q[6],
@@ -350,6 +361,33 @@ def _live(records, outputs, optimize_loops, optimize_calls):
         else:
             stack += deps
     return live
+
+
+def _find_inputs(k):
+    """Fills each call's `inputs`: what the code of each target reads from before its
+    call_start (its operands, the updates of its loops and its outputs), nested targets
+    included; targets that run another's code (merged) share its inputs."""
+    open_ = []                                   # (start register, inputs) of the open targets
+    found = {}                                   # (call, target) -> its inputs
+    for reg, ins in enumerate(k.instrs):
+        op = ins.op
+        if op == 'call_start':
+            open_.append((reg, set()))
+            continue
+        refs = ins.args
+        if op == 'loop_end':
+            refs = k.loops[ins.literal].updates
+        elif op == 'call_end':
+            refs = [o for o in k.calls[ins.literal].outputs[ins.extra] if o >= 0]
+        for a in refs:
+            for start, inputs in reversed(open_):       # innermost first
+                if a >= start:
+                    break
+                inputs.add(a)
+        if op == 'call_end':
+            found[ins.literal, ins.extra] = sorted(open_.pop()[1])
+    for n, call in enumerate(k.calls):
+        call.inputs = [found[n, t] for t in call.code]
 
 
 def _find_uniform(k):

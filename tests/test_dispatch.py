@@ -1,6 +1,8 @@
 """pbc.Object, Ptr arrays, pbc.dispatch and pbc.switch against a per-lane Python reference,
 in symbolic and evaluated mode."""
 
+import re
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -287,8 +289,83 @@ def test_symbolic_call_runs_targets_by_branching():
     # switch runs the shared code for the lanes of both keys.
     assert '@C0.codes = private unnamed_addr constant [4 x i32] [i32 0, i32 1, i32 2, i32 1]' in ir
     assert 'switch i32 %C0.key, label %C0.merge [ i32 1, label %C0.t0 i32 2, label %C0.t1 ]' in ir
-    assert ir.count('define internal') == 2 and 'call { <8 x float> } @C0.f1' in ir
+    assert ir.count('define internal') == 2 and 'call fastcc { <8 x float> } @C0.f1' in ir
     assert y.numpy().tolist() == [[2, 3, 2][k % 3] for k in range(40)]
+
+
+def _subroutines(ir):
+    """{function name: (number of caller values it takes, its attribute group)}."""
+    out = {}
+    for line in ir.split('\n'):
+        m = re.match(r'define internal fastcc .* (@C\d+\.f\d+)\((.*)\) (#\d) \{', line)
+        if m:
+            params = m.group(2).split(', ')[3:]       # after %params, %active and the mask
+            out[m.group(1)] = (len(params), m.group(3))
+    return out
+
+
+def test_call_inputs_are_the_subroutine_parameters():
+    # Assembly lists what each target reads from its caller: operands, outputs passed
+    # through unchanged, and what a nested call's targets read. They are its subroutine's
+    # parameters, each once.
+    n = 24
+    base = Float(np.arange(n, dtype=np.float32))
+    a, b, c = base * 2, base + 5, pbc.sqrt(base)
+    idx = UInt32(np.arange(n, dtype=np.uint32) % 2)
+    inner = UInt32(np.arange(n, dtype=np.uint32) // 3 % 2)
+
+    def t0(x):
+        return x + a + a, b                                   # reads x and a; passes b
+
+    def t1(x):
+        y = pbc.switch(inner, [lambda v: v * c, lambda v: v - c], x)
+        return y, b * 2
+
+    y, z = pbc.switch(idx, [t0, t1], base + 1)
+    pbc.schedule(y, z)
+    kernel, = pbc.evaluate.take_kernels()
+    from pbc.backend.llvm_render import render
+    funcs = _subroutines(render(kernel, 8))
+    # The nested call is numbered first: its targets take v and c. The outer ones take x,
+    # a and b, and x, the nested call's keys and lanes, c and b * 2 (traced outside the
+    # call: it does not depend on it).
+    assert {name: count for name, (count, _) in funcs.items()} == {
+        '@C0.f0': 2, '@C0.f1': 2, '@C1.f0': 3, '@C1.f1': 5}
+    xs, bs, cs = np.arange(n) + 1.0, np.arange(n) + 5.0, np.sqrt(np.arange(n))
+    ks = np.arange(n)
+    inner_y = np.where(ks // 3 % 2 == 0, xs * cs, xs - cs)
+    np.testing.assert_allclose(y.numpy(), np.where(ks % 2 == 0, xs + 4 * ks, inner_y),
+                               rtol=1e-6)
+    np.testing.assert_allclose(z.numpy(), np.where(ks % 2 == 0, bs, 2 * bs))
+
+
+def test_large_targets_stay_subroutines(monkeypatch):
+    # Targets with more code than a call costs are real subroutines (LLVM may not inline
+    # them: one huge kernel compiles slowly and runs slower); small targets are inlined, and
+    # all of them with PBC_INLINE_CALLS=1.
+    from pbc.backend.llvm_render import INLINE_SIZE, render
+
+    def body(terms):
+        def f(x):
+            for k in range(terms):
+                x = pbc.fma(x, 0.5, 0.01 * k)
+            return x
+        return f
+
+    xs = np.linspace(0, 1, 32, dtype=np.float32)
+    terms = [1, 2, INLINE_SIZE + 1]
+    keys = np.arange(32) % 3
+    y = pbc.switch(UInt32(keys.astype(np.uint32)), [body(t) for t in terms], Float(xs))
+    pbc.schedule(y)
+    kernel, = pbc.evaluate.take_kernels()
+    assert [g for _, g in _subroutines(render(kernel, 8)).values()] == ['#0', '#0', '#1']
+    monkeypatch.setattr(pbc.config, 'INLINE_CALLS', True)
+    assert [g for _, g in _subroutines(render(kernel, 8)).values()] == ['#0', '#0', '#0']
+    expected = xs.astype(np.float64)
+    for k in range(max(terms)):
+        step = np.array([k < terms[key] for key in keys])
+        expected = np.where(step, expected * 0.5 + 0.01 * k, expected)
+    np.testing.assert_allclose(y.numpy(), expected, rtol=1e-5)
 
 
 def test_call_optimizations():

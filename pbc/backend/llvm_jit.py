@@ -52,8 +52,8 @@ class LLVMBackend:
         self.width = 16 if '+avx512f' in feats else (8 if '+avx' in feats else 4)
         target = llvm.Target.from_default_triple()
         self.tm = target.create_target_machine(cpu=self.cpu, features=self.features, opt=3,
-                                               jit=True)
-        self.jit = llvm.create_lljit_compiler(self.tm)
+                                               jit=True, codemodel='small', reloc='pic')
+        self.jit = llvm.create_lljit_compiler(self.tm, use_jit_link=True)
         self.machine_id = '|'.join([self.cpu, self.features, llvmlite.__version__,
                                     '.'.join(map(str, llvm.llvm_version_info)),
                                     str(config.CACHE_VERSION), str(self.width)])

@@ -6,9 +6,9 @@ A pure function of the Kernel and the vector width, driven by the table TEMPLATE
 Template lines that start with 'declare' are hoisted to the module.
 """
 
-import re
 import struct
 
+from .. import config
 from ..ops import ARITY, CALL_OPS, COMPARISONS, LOOP_OPS, REDUCE_NAMES, TYPE_NAMES
 
 SCALAR = {'bool': 'i1', 'int32': 'i32', 'uint32': 'i32', 'int64': 'i64', 'uint64': 'i64',
@@ -117,8 +117,10 @@ ATOMIC = {('add', 'f'): 'fadd', ('add', 'i'): 'add', ('add', 'u'): 'add',
           ('max', 'f'): 'fmax', ('max', 'i'): 'max', ('max', 'u'): 'umax',
           ('and', 'i'): 'and', ('and', 'u'): 'and', ('and', 'b'): 'and',
           ('or', 'i'): 'or', ('or', 'u'): 'or', ('or', 'b'): 'or'}
-_NAME = re.compile(r'%[A-Za-z0-9_.]+')
 CODE_TABLE_KEYS = 1 << 16      # call keys below this: a table maps them to shared code
+# Targets of at most this many instructions are inlined: the call (spilling the caller's
+# vectors, which no vector register survives) would cost more than their code.
+INLINE_SIZE = 32
 
 
 def scalar_constant(tname, bits):
@@ -145,8 +147,6 @@ class _Renderer:
         self.call_state = {}     # call number -> (preheader, phi lines, [(block, outputs)])
         self.prologue = []       # loads of the parameter slots (repeated in every function)
         self.functions = []      # call targets' functions
-        self.value_types = {}    # value name -> LLVM type, for the registers below:
-        self.value_types_upto = 0
         self.outer = []          # (body, block) of the code that a target's function interrupts
         self.decls = {}
         self.typed = {}
@@ -283,7 +283,8 @@ class _Renderer:
             '  %more = icmp slt i64 %index.next, %end',
             '  br i1 %more, label %body, label %exit',
             'exit:', '  ret void', '}',
-            'attributes #0 = { nounwind }', '!0 = !{i32 1}', ''])
+            'attributes #0 = { nounwind }', 'attributes #1 = { nounwind noinline }',
+            '!0 = !{i32 1}', ''])
 
     # ---- special ops ----
     def op_literal(self, ins, r, reg):
@@ -590,7 +591,7 @@ class _Renderer:
             self.call_head(n, self.k.calls[n])
         self.label(f'C{n}.t{t}')
         # The target's code becomes a function of its own: render it into a fresh body.
-        self.outer.append((self.body, self.block))
+        self.outer.append((self.body, self.block, reg))
         self.body, self.block = [], f'C{n}.t{t}.entry'
 
     def call_head(self, n, call):
@@ -670,22 +671,23 @@ class _Renderer:
         outs = [(self.names[o], self.vec(SCALAR[self.k.instrs[o].type]))
                 for o in self.k.calls[n].outputs[t] if o >= 0]
         body = self.body
-        self.body, self.block = self.outer.pop()
+        self.body, self.block, start = self.outer.pop()
         f, c = f'@C{n}.f{t}', f'%C{n}.c{t}'
+        attrs = '#0' if self.inlined(reg - start) else '#1'
         rtype = '{ ' + ', '.join(T for _, T in outs) + ' }' if outs else 'void'
         ret = []
         for k, (v, T) in enumerate(outs):
             prev = f'%ret.{k - 1}' if k else 'poison'
             ret.append(f'  %ret.{k} = insertvalue {rtype} {prev}, {T} {v}, {k}')
         ret.append(f'  ret {rtype} %ret.{len(outs) - 1}' if outs else '  ret void')
-        free = self.free_values(body + ret, f'C{n}.t{t}.entry', f'%C{n}.m', reg)
+        free = self.target_params(self.k.calls[n].inputs[t])
         params = ', '.join(f'{T} {v}' for v, T in free)
         fixed = f'ptr noalias %params, {self.masks} %active, {self.masks} %C{n}.m'
-        self.functions += [f'define internal {rtype} {f}({fixed}{", " if free else ""}'
-                           f'{params}) #0 {{', f'C{n}.t{t}.entry:', *self.prologue,
+        self.functions += [f'define internal fastcc {rtype} {f}({fixed}{", " if free else ""}'
+                           f'{params}) {attrs} {{', f'C{n}.t{t}.entry:', *self.prologue,
                            *body, *ret, '}', '']
-        call = (f'call {rtype} {f}(ptr %params, {self.masks} %active, {self.masks} %C{n}.m'
-                f'{", " if free else ""}{params})')
+        call = (f'call fastcc {rtype} {f}(ptr %params, {self.masks} %active, '
+                f'{self.masks} %C{n}.m{", " if free else ""}{params})')
         self.body.append(f'  {c} = {call}' if outs else f'  {call}')
         values = iter(range(len(outs)))
         merged = []
@@ -699,36 +701,32 @@ class _Renderer:
         self.call_state[n][2].append((self.block, merged))
         self.body.append(f'  br label %C{n}.merge')
 
-    def free_values(self, body, entry, mask, upto):
-        """(name, type) of the values a function body (rendered up to register `upto`) uses
-        but does not define: the caller's values it reads, which become the function's
-        parameters."""
-        defined = {f'%{entry}', '%params', '%active', mask} | {
-            line.split(' = ', 1)[0].strip() for line in self.prologue}
-        lines = [line for chunk in body if chunk for line in chunk.split('\n')]
-        for line in lines:              # (a template may put several lines in one entry)
-            if line.startswith('  %') and ' = ' in line:
-                defined.add(line.split(' = ', 1)[0].strip())
-            elif line.endswith(':'):
-                defined.add('%' + line[:-1])
-        types = self.value_types              # the names of the registers rendered so far
-        for reg in range(self.value_types_upto, upto):
+    @staticmethod
+    def inlined(size):
+        """Whether LLVM may inline a target of `size` instructions into the kernel. Targets
+        stay subroutines: inlined, many large targets make one huge function that LLVM
+        optimizes slowly (mostly InstCombine) and into slower code. Only targets too small
+        to pay for a call are inlined, or all of them with PBC_INLINE_CALLS=1 (code that
+        targets share, such as a common prefix, is then computed once)."""
+        return config.INLINE_CALLS or size <= INLINE_SIZE
+
+    def target_params(self, inputs):
+        """(name, type) of the parameters of a target's function: the names of the caller's
+        values that it reads (`inputs`, found by assembly), less those that are constants or
+        that every function's prologue defines (buffer pointers). A uniform value comes as
+        a vector and as a scalar, a lane pointer with its sizes."""
+        params = {}
+        for reg in inputs:
             ins, name = self.k.instrs[reg], self.names[reg]
-            if name and name.startswith('%') and ins.type != 'void':
-                types.setdefault(name, self.vec(SCALAR[ins.type]))
-            if reg in self.snames and self.snames[reg].startswith('%'):
-                types.setdefault(self.snames[reg], SCALAR[ins.type])
+            if ins.op == 'ptr' or not name.startswith('%'):
+                continue
+            params.setdefault(name, self.vec(SCALAR[ins.type]))
+            scalar = self.snames.get(reg, '')
+            if scalar.startswith('%'):
+                params.setdefault(scalar, SCALAR[ins.type])
             if ins.op == 'lane_ptr':
-                types.setdefault(f'{name}.sz', self.vec('i64'))
-        self.value_types_upto = max(self.value_types_upto, upto)
-        for n in self.call_state:
-            types.setdefault(f'%C{n}.m', self.masks)
-        found = {}
-        for line in lines:
-            for tok in _NAME.findall(line):
-                if tok not in defined and tok in types:
-                    found.setdefault(tok, types[tok])
-        return list(found.items())
+                params.setdefault(f'{name}.sz', self.vec('i64'))
+        return list(params.items())
 
     def op_call(self, ins, r, reg):
         n, call, c, M = ins.literal, self.k.calls[ins.literal], f'%C{ins.literal}', self.masks

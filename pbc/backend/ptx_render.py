@@ -241,11 +241,7 @@ def fields(tname):
 
 
 FIELDS = {t: fields(t) for t in KIND}
-_TOKEN = re.compile(r'%[A-Za-z_][A-Za-z0-9_]*')
 RANGED = re.compile(r'^%(p|r|rd)(\d+)$')            # declared by the .reg %x<n> ranges
-_MASK = re.compile(r'^%C\d+_p\d+$')                  # the lanes of a call target
-_VALUE = re.compile(r'^%(p|r|rd|v)(\d+)(_sz)?$')     # an instruction's value
-_NAMED = re.compile(r'^%(p|r|rd|v)(\d+)_[A-Za-z0-9_]+$')   # an instruction's temporaries
 
 
 class _Renderer:
@@ -259,7 +255,7 @@ class _Renderer:
         self.offsets = set()   # byte sizes whose lane offsets the loop body needs
         self.globals = {}      # module-scope declarations (print formats, vprintf, .funcs)
         self.literals = {}     # register -> the line that sets it (literals)
-        self.outer = []        # (body, decls, call_start register) that a target interrupts
+        self.outer = []        # (body, decls) that a target interrupts
         self.targets = {}      # call number -> its rendered targets
 
     def decl(self, rtype, name):
@@ -565,7 +561,7 @@ class _Renderer:
                               f'{constant("uint32", key)};', f'  or.pred {p}, {p}, {q};']
         self.body.append(f'  and.pred {p}, {p}, {self.names[call.active]};')
         # The target's code goes into a function of its own: render it into a fresh body.
-        self.outer.append((self.body, self.decls, reg))
+        self.outer.append((self.body, self.decls))
         self.body, self.decls = [], {}
 
     def op_call_arg(self, ins, r, reg):
@@ -579,33 +575,46 @@ class _Renderer:
         call = self.k.calls[n]
         outs = [self.names[o] for res, o in zip(call.results, call.outputs[t]) if res >= 0]
         body, decls = self.body, self.decls
-        self.body, self.decls, start = self.outer.pop()
-        self.targets[n].append((t, start, reg, body, decls, outs))
+        self.body, self.decls = self.outer.pop()
+        self.targets[n].append((t, body, decls, outs))
 
     def op_call(self, ins, r, reg):
         n, call = ins.literal, self.k.calls[ins.literal]
         targets = self.targets.pop(n)
         # One signature for all targets (an indirect call needs it): every target takes all
-        # the caller's values that any of them reads (literals are set again inside).
-        free = {}
-        for _, start, end, body, decls, outs in targets:
-            for tok in self.free_values(start, end, body + outs, decls):
-                if tok not in self.literals and not re.match(f'%C{n}_p\\d+$', tok):
-                    free.setdefault(tok, self.value_type(tok))
-        args = list(free.items())
+        # the caller's values that any of them reads.
+        args, literals = self.caller_values(sorted(set().union(
+            *(call.inputs[t] for t, *_ in targets))))
         results = [(res, self.k.instrs[res].type) for res in call.results if res >= 0]
         names = {}                                  # target -> its function's name
-        for t, _, _, body, decls, outs in targets:
+        for t, body, decls, outs in targets:
             names[t] = f'{self.name}_C{n}_f{t}'
-            self.globals[self.function(names[t], f'%C{n}_p{t}', args, results, body, decls,
-                                       outs)] = None
+            self.globals[self.function(names[t], f'%C{n}_p{t}', args, literals + body,
+                                       decls, results, outs)] = None
         self.call_site(n, args, results, names)
+
+    def caller_values(self, inputs):
+        """The parameters (register, type) that pass the caller's values `inputs` (found by
+        assembly) to a target's function, and the lines that set the literals among them
+        again inside it. A buffer pointer comes with its size."""
+        params, literals = {}, {}
+        for reg in inputs:
+            ins, name = self.k.instrs[reg], self.names[reg]
+            if name in self.literals:
+                literals[name] = self.literals[name]
+            elif ins.op == 'ptr':
+                params[name] = params[f'%q{ins.slot + 1}'] = 'b64'
+            elif ins.op == 'lane_ptr':
+                params[name] = params[f'{name}_sz'] = 'b64'
+            else:
+                params[name] = 'pred' if ins.type == 'bool' else f'b{BITS[ins.type]}'
+        return list(params.items()), list(literals.values())
 
     @staticmethod
     def param_type(kind):
         return 'b32' if kind == 'pred' else kind       # .param space has no predicates
 
-    def function(self, name, mask, args, results, body, decls, outs):
+    def function(self, name, mask, args, body, decls, results, outs):
         """The text of one target's .func: it loads the caller's values `args` from its
         parameters, runs `body` for its lane (`mask` is true) and returns `outs`."""
         ret = f'(.param .align 8 .b8 ret[{8 * len(results)}]) ' if results else ''
@@ -621,8 +630,6 @@ class _Renderer:
                 lines += [f'  ld.param.b32 %arg, [a{j}];', f'  setp.ne.b32 {tok}, %arg, 0;']
             else:
                 lines.append(f'  ld.param.{k} {tok}, [a{j}];')
-        used = set(_TOKEN.findall('\n'.join(body + outs)))
-        lines += [line for tok, line in self.literals.items() if tok in used]
         lines += body
         for k, ((_, typ), out) in enumerate(zip(results, outs)):
             if typ == 'bool':
@@ -660,34 +667,6 @@ class _Renderer:
             else:
                 b.append(f'  ld.param.b{BITS[typ]} {dst}, [C{n}_ret+{8 * k}];')
         b += ['  }', f'$C{n}_done:']
-
-    def free_values(self, start, end, lines, decls):
-        """The registers `lines` (the code of instructions start..end, with its own
-        declarations `decls`) read but do not define: the caller's values."""
-        local = {name for d in decls if d.startswith('.reg')
-                 for name in d.rstrip(';').split(None, 2)[2].replace(' ', '').split(',')}
-        found = []
-        for tok in _TOKEN.findall('\n'.join(lines)):
-            m = RANGED.match(tok) or _NAMED.match(tok)
-            if tok in local or (m and m.group(2) and start <= int(m.group(2)) <= end):
-                continue
-            if tok not in found and self.value_type(tok):
-                found.append(tok)
-        return found
-
-    def value_type(self, tok):
-        """The .param/ld type of a caller's register ('pred' for predicates), or None."""
-        if tok in ('%idx', '%params') or tok.startswith(('%q', '%off')):
-            return 'b64'
-        if _MASK.match(tok):
-            return 'pred'
-        m = _VALUE.match(tok)
-        if m is None:
-            return None
-        t = self.k.instrs[int(m.group(2))].type
-        if m.group(3) or t == 'ptr':                     # a lane_ptr and its size
-            return 'b64'
-        return 'pred' if t == 'bool' else f'b{BITS[t]}'
 
     def op_call_result(self, ins, r, reg):
         pass                               # loaded from the call's return value
