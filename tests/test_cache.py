@@ -98,3 +98,26 @@ def test_flush_kernel_cache():
         pbc.eval(pbc.arange(Float, 31) * 4.75)
         assert pbc.kernel_history()[-1]['cache_hit'] in ('disk', 'none')
     np.testing.assert_array_equal((pbc.arange(Float, 3) * 4.75).numpy(), [0, 4.75, 9.5])
+
+
+def test_vector_width_follows_the_dependence_chains():
+    # Two registers per vector for a kernel that is one dependent chain (they hide its
+    # latency), one for straight-line code with independent work to overlap (sin).
+    from pbc.backend.llvm_jit import backend
+    be = backend()
+
+    def width(build):
+        pbc.schedule(build())
+        kernel, = pbc.evaluate.take_kernels()
+        return be.lanes(kernel)
+
+    x = pbc.arange(Float, 100)
+
+    def chain():
+        y = x
+        for _ in range(50):
+            y = y * 1.5 + y
+        return y
+
+    assert width(chain) == 2 * be.width
+    assert width(lambda: pbc.sin(x + 1)) == be.width

@@ -28,6 +28,15 @@ class CompiledKernel(NamedTuple):
 
 WIDE_LIMIT = 500              # instructions, for two-register vectors (see lanes())
 WIDE_LIMIT_LOOPS = 2000
+CHAIN_PARALLELISM = 1.5       # instructions per step of the longest dependence chain
+
+
+def _parallelism(kernel):
+    """Instructions per step of the kernel's longest chain of dependent instructions."""
+    depth = []
+    for ins in kernel.instrs:
+        depth.append(1 + max([depth[a] for a in ins.args], default=0))
+    return len(depth) / max(depth, default=1)
 
 
 class CompileError(RuntimeError):
@@ -68,14 +77,19 @@ class LLVMBackend:
         self.groups.clear()
 
     def lanes(self, kernel):
-        """Vector width for `kernel`: two registers' worth where it is small enough. Each
-        vector op then becomes two independent instructions, which hides their latency in
-        dependent chains: loops above all (about 2x on x = (x + 1) ^ x, 1.3x on the
-        ambient occlusion sample), whose chains run through every iteration. It costs
-        compile time (about 1.4x), so longer straight-line kernels, which have independent
-        work to overlap anyway, keep one register."""
-        limit = WIDE_LIMIT_LOOPS if kernel.loops else WIDE_LIMIT
-        return self.width * 2 if kernel.ir_ops <= limit else self.width
+        """Vector width for `kernel`: two registers' worth where that hides latency. Each
+        vector op then becomes two independent instructions, which pays off where the code
+        is one dependent chain: loops above all (about 2x on x = (x + 1) ^ x, 1.3x on the
+        ambient occlusion sample), whose chains run through every iteration, and short
+        straight-line chains (an unrolled loop). Other straight-line code has independent
+        work to overlap already: there two registers only cost compile time and registers
+        (sin, exp and log ran 7-13% slower). Long kernels keep one register either way
+        (compile time)."""
+        if kernel.loops:
+            wide = kernel.ir_ops <= WIDE_LIMIT_LOOPS
+        else:
+            wide = kernel.ir_ops <= WIDE_LIMIT and _parallelism(kernel) < CHAIN_PARALLELISM
+        return self.width * 2 if wide else self.width
 
     def lookup(self, group_key):
         """The compiled kernel of a trace group seen before (see _runtime.group_summary)."""
