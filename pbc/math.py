@@ -262,18 +262,21 @@ def _float_fn(fn, rule=None):
 
 
 # ---- trigonometric -----------------------------------------------------------------------
-def _reduce_pio2(x):
-    """(r, q): |x| = q pi/2 + r with |r| <= pi/4, q an integer array whose low bits are those
-    of the quadrant. Three-part Cody-Waite reduction with fma; accurate up to 2^20 (float32)
-    and 2^45 (float64), degrading slowly beyond. Past trig_max the quadrant is unknown: r = 0,
-    and q = 0 (float32 needs q < 2^23 for the bit trick below)."""
+def _reduce_pio2(x, exact=False):
+    """(r, q): |x| = q pi/2 + r with |r| <= pi/4 (a little more unless `exact`), q an integer
+    array whose low bits are those of the quadrant. Three-part Cody-Waite reduction with
+    fma; accurate up to 2^20 (float32) and 2^45 (float64), degrading slowly beyond. Past
+    trig_max the quadrant is unknown: r = 0, and q = 0 (float32 needs q < 2^23 for the bit
+    trick below)."""
     k = _K[x.Type]
     ax = abs(x)
     p = ax * k.two_over_pi[0]
     q = round(p)
-    # p is off by up to ulp(p)/2 (1/32 at 2^20 in float32), which can leave |r| > pi/4 where
-    # the tan polynomial is poor: correct q with the low part of |x| 2/pi
-    q = q + round((p - q) + fma(ax, k.two_over_pi[0], -p) + ax * k.two_over_pi[1])
+    if exact:
+        # p is off by up to ulp(p)/2 (1/32 at 2^20 in float32), which can leave |r| > pi/4
+        # where the tan polynomial is poor (sin and cos stay within 2 ulp: float32 checked
+        # exhaustively on [2^-3, 2^20]): correct q with the low part of |x| 2/pi
+        q = q + round((p - q) + fma(ax, k.two_over_pi[0], -p) + ax * k.two_over_pi[1])
     r = fma(q, -k.pio2[0], ax)
     r = fma(q, -k.pio2[1], r)
     r = fma(q, -k.pio2[2], r)
@@ -332,7 +335,7 @@ def sincos(x):
 def tan(x):
     """Tangent; 3 / 2 ulp with the ranges of sin (beyond them, 0). tan(q pi/2 + r) is t or
     -1/t for t = tan(r), so the relative accuracy holds next to the poles too."""
-    r, q = _reduce_pio2(x)
+    r, q = _reduce_pio2(x, exact=True)
     t = _odd(r, _K[x.Type].tan)
     return mulsign(select((q & 1) != 0, -1.0 / t, t), x)
 

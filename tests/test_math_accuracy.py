@@ -78,7 +78,7 @@ F32_SUB, F64_SUB = 2.0 ** -149, 2.0 ** -1074
 TRIG_F32 = [(uniform(-8192, 8192), 2), (log_uniform(1e-6, 2**20, True), 2)]
 TRIG_F64 = [(uniform(-8192, 8192), 1), (log_uniform(1e-6, 2**45, True), 1)]
 CASES = [
-    # Cody-Waite reduction with an exact quadrant: accurate to 2^20 (float32) and 2^45
+    # Cody-Waite reduction (with an exact quadrant for tan): accurate to 2^20 (float32) and 2^45
     # (float64), where Cephes stops at 8192 and 2^30.
     ('sin', np.sin, {np.float32: TRIG_F32, np.float64: TRIG_F64}),
     ('cos', np.cos, {np.float32: TRIG_F32, np.float64: TRIG_F64}),

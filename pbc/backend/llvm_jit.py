@@ -29,14 +29,16 @@ class CompiledKernel(NamedTuple):
 WIDE_LIMIT = 500              # instructions, for two-register vectors (see lanes())
 WIDE_LIMIT_LOOPS = 2000
 CHAIN_PARALLELISM = 1.5       # instructions per step of the longest dependence chain
+CHAIN_MIN = 24                # steps: shorter chains end before their latency matters
 
 
-def _parallelism(kernel):
-    """Instructions per step of the kernel's longest chain of dependent instructions."""
+def _is_chain(kernel):
+    """Whether the kernel is mostly one long chain of dependent instructions."""
     depth = []
     for ins in kernel.instrs:
         depth.append(1 + max([depth[a] for a in ins.args], default=0))
-    return len(depth) / max(depth, default=1)
+    longest = max(depth, default=0)
+    return longest >= CHAIN_MIN and len(depth) < CHAIN_PARALLELISM * longest
 
 
 class CompileError(RuntimeError):
@@ -82,13 +84,13 @@ class LLVMBackend:
         is one dependent chain: loops above all (about 2x on x = (x + 1) ^ x, 1.3x on the
         ambient occlusion sample), whose chains run through every iteration, and short
         straight-line chains (an unrolled loop). Other straight-line code has independent
-        work to overlap already: there two registers only cost compile time and registers
-        (sin, exp and log ran 7-13% slower). Long kernels keep one register either way
-        (compile time)."""
+        work to overlap already, or is too short for latency to matter: there two registers
+        only cost compile time and registers (sin, exp and log ran 7-13% slower). Long
+        kernels keep one register either way (compile time)."""
         if kernel.loops:
             wide = kernel.ir_ops <= WIDE_LIMIT_LOOPS
         else:
-            wide = kernel.ir_ops <= WIDE_LIMIT and _parallelism(kernel) < CHAIN_PARALLELISM
+            wide = kernel.ir_ops <= WIDE_LIMIT and _is_chain(kernel)
         return self.width * 2 if wide else self.width
 
     def lookup(self, group_key):
