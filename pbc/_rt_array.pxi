@@ -32,7 +32,30 @@ class WidthError(ValueError, RuntimeError):
 cdef object repr_hook = None
 cdef object power_hook = None
 
+cdef extern from *:
+    """
+    /* A Python subclass of ArrayBase gets CPython's generic operator slots (each `a * b`
+       then looks __mul__ up through the class hierarchy and calls it as a method): give
+       it ArrayBase's own C slots, which the subclass does not override. */
+    static void pbc_use_base_slots(PyObject *sub, PyObject *base) {
+        PyTypeObject *t = (PyTypeObject *) sub, *b = (PyTypeObject *) base;
+        if (t->tp_as_number && b->tp_as_number) *t->tp_as_number = *b->tp_as_number;
+        if (t->tp_as_sequence && b->tp_as_sequence) *t->tp_as_sequence = *b->tp_as_sequence;
+        if (t->tp_as_mapping && b->tp_as_mapping) *t->tp_as_mapping = *b->tp_as_mapping;
+        PyType_Modified(t);
+    }
+    """
+    void pbc_use_base_slots(object sub, object base)
+
 def register_class(int backend, int vt, cls):
+    """Registers a flat array class (a Python subclass of ArrayBase that defines no
+    operators of its own)."""
+    for k in cls.__mro__[:cls.__mro__.index(ArrayBase)]:
+        for name in k.__dict__:
+            if name.startswith('__') and name in ArrayBase.__dict__ and name not in (
+                    '__module__', '__qualname__', '__doc__', '__slots__'):
+                raise TypeError(f'pbc: {cls.__name__} overrides {name}')
+    pbc_use_base_slots(cls, ArrayBase)
     CLASSES[backend * 16 + vt] = cls
     cls._vt_code = vt
     cls._backend_code = backend
@@ -42,13 +65,16 @@ def set_hooks(repr_fn, power_fn):
     repr_hook = repr_fn
     power_hook = power_fn
 
+cdef tuple EMPTY = ()
+
 cdef inline ArrayBase wrap(uint8_t backend, uint8_t vt, uint32_t idx):
     """Wraps a new reference in an instance of the registered class (steals the reference)."""
-    cls = CLASSES[backend * 16 + vt]
+    cdef type cls = CLASSES[backend * 16 + vt]
     if cls is None:
         dec_ext(idx)
         raise TypeError(f'pbc: no array type for {TYPE_NAMES[vt]} on this backend')
-    cdef ArrayBase r = ArrayBase.__new__(cls)
+    # The type's tp_new directly: `ArrayBase.__new__(cls)` would be a Python method call.
+    cdef ArrayBase r = <ArrayBase> (<PyTypeObject*> cls).tp_new(cls, <PyObject*> EMPTY, NULL)
     r._index = idx
     r._vt = vt
     r._backend = backend

@@ -17,6 +17,7 @@ This module imports nothing from pbc. It is split into include files by concern:
   _pool.h         the thread pool (C)
 """
 
+from cpython.object cimport PyObject, PyTypeObject
 from libc.stdint cimport (int32_t, uint8_t, uint16_t, uint32_t, int64_t, uint64_t,
                           uintptr_t)
 

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import pbc
+from pbc import _runtime
 from pbc.llvm import Array3f, Bool, Float, Int32, UInt32
 
 
@@ -197,3 +198,19 @@ def test_groups_sharing_nodes_in_one_eval():
         pbc.eval(u, x)
         assert u.numpy().tolist() == [2 * value]
         np.testing.assert_array_equal(x.numpy(), np.arange(10) + 2 * value)
+
+
+def test_flat_array_classes_may_not_override_operators():
+    # Registered classes get the runtime's C operator slots directly (CPython would give a
+    # Python subclass generic slots that look each operator up by name on every call), so
+    # a class that overrides one is refused rather than silently bypassed.
+    class Overriding(_runtime.ArrayBase):
+        __slots__ = ()
+
+        def __add__(self, o):
+            return 0
+
+    with pytest.raises(TypeError, match='overrides __add__'):
+        _runtime.register_class(0, _runtime.TYPE_NAMES.index('float32'), Overriding)
+    x = Float([1, 2]) + Float([3, 4])
+    assert type(x) is Float and x.numpy().tolist() == [4, 6]
