@@ -3,8 +3,11 @@
  * A job is `fn(start, end, params)` over [0, n) cut into fixed blocks. The calling thread
  * works on the job too and returns as soon as every block is done: a worker that is slow to
  * wake up (a busy machine) never holds up the launch, it just finds no blocks left. Idle
- * workers sleep on a condition variable instead of spinning, so they do not compete with
- * the Python thread that keeps tracing.
+ * workers spin for a short while after a job (SPIN_NS) before they sleep on a condition
+ * variable: kernels often come back to back (evaluated calls launch one per target), and
+ * waking a sleeping thread costs tens of microseconds, more than a small kernel takes. The
+ * caller likewise spins briefly for the blocks that workers are finishing before it sleeps.
+ * Sleeping workers do not compete with the Python thread that keeps tracing.
  *
  * A worker joins a job only while it is unfinished, and a new job waits until every worker
  * that joined the previous one has left it, so no worker can mix the block counter of one
@@ -14,6 +17,9 @@
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <time.h>
+
+#define PBC_SPIN_NS 200000           /* how long an idle thread polls before it sleeps */
 
 typedef void (*pbc_fn)(int64_t start, int64_t end, void *params);
 
@@ -46,6 +52,38 @@ static void pbc_pool_work(pbc_fn fn, void *params, int64_t n, int64_t block, int
     }
 }
 
+static int64_t pbc_now_ns(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (int64_t) t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
+/* Polls `ready(arg)` for up to PBC_SPIN_NS; returns whether it became true. */
+static int pbc_poll(int (*ready)(const void *), const void *arg) {
+    int64_t deadline = pbc_now_ns() + PBC_SPIN_NS;
+    for (int k = 1; !ready(arg); k++) {
+        __builtin_ia32_pause();
+        if ((k & 63) == 0 && pbc_now_ns() > deadline)
+            return 0;
+    }
+    return 1;
+}
+
+static int pbc_job_posted(const void *seen) {
+    return __atomic_load_n(&pbc_pool.generation, __ATOMIC_ACQUIRE) != *(const uint64_t *) seen;
+}
+
+static int pbc_job_done(const void *unused) {
+    (void) unused;
+    return __atomic_load_n(&pbc_pool.done, __ATOMIC_ACQUIRE) >=
+           __atomic_load_n(&pbc_pool.nblocks, __ATOMIC_ACQUIRE);
+}
+
+static int pbc_workers_left(const void *unused) {
+    (void) unused;
+    return __atomic_load_n(&pbc_pool.active, __ATOMIC_ACQUIRE) == 0;
+}
+
 static void *pbc_pool_worker(void *arg) {
     int id = (int) (intptr_t) arg;
     uint64_t seen = 0;
@@ -58,17 +96,23 @@ static void *pbc_pool_worker(void *arg) {
                 seen = pbc_pool.generation;     /* not for us: wait for the next job */
             if (pbc_pool.generation != seen && __atomic_load_n(&pbc_pool.done, __ATOMIC_SEQ_CST) >= pbc_pool.nblocks)
                 seen = pbc_pool.generation;     /* woke up too late: already finished */
-            pthread_cond_wait(&pbc_pool.wake, &pbc_pool.mu);
+            if (pbc_pool.generation != seen)
+                continue;
+            pthread_mutex_unlock(&pbc_pool.mu);        /* poll for the next job a while, */
+            int posted = pbc_poll(pbc_job_posted, &seen);
+            pthread_mutex_lock(&pbc_pool.mu);
+            if (!posted && pbc_pool.generation == seen)  /* then sleep */
+                pthread_cond_wait(&pbc_pool.wake, &pbc_pool.mu);
         }
         seen = pbc_pool.generation;
         pbc_fn fn = pbc_pool.fn;
         void *params = pbc_pool.params;
         int64_t n = pbc_pool.n, block = pbc_pool.block, nblocks = pbc_pool.nblocks;
-        pbc_pool.active++;
+        __atomic_add_fetch(&pbc_pool.active, 1, __ATOMIC_RELEASE);
         pthread_mutex_unlock(&pbc_pool.mu);
         pbc_pool_work(fn, params, n, block, nblocks);
         pthread_mutex_lock(&pbc_pool.mu);
-        if (--pbc_pool.active == 0)
+        if (__atomic_sub_fetch(&pbc_pool.active, 1, __ATOMIC_RELEASE) == 0)
             pthread_cond_broadcast(&pbc_pool.finished);
     }
     return NULL;
@@ -112,7 +156,12 @@ static int pbc_pool_run(pbc_fn fn, void *params, int64_t n, int64_t block, int t
         pthread_attr_destroy(&attr);
         pbc_pool.workers++;
     }
-    while (pbc_pool.active > 0)       /* stragglers of the previous job */
+    if (pbc_pool.active > 0) {        /* stragglers of the previous job */
+        pthread_mutex_unlock(&pbc_pool.mu);
+        pbc_poll(pbc_workers_left, NULL);
+        pthread_mutex_lock(&pbc_pool.mu);
+    }
+    while (pbc_pool.active > 0)
         pthread_cond_wait(&pbc_pool.finished, &pbc_pool.mu);
     pbc_pool.allowed = threads - 1;
     pbc_pool.fn = fn;
@@ -122,12 +171,13 @@ static int pbc_pool_run(pbc_fn fn, void *params, int64_t n, int64_t block, int t
     pbc_pool.nblocks = nblocks;
     __atomic_store_n(&pbc_pool.next, 0, __ATOMIC_SEQ_CST);
     __atomic_store_n(&pbc_pool.done, 0, __ATOMIC_SEQ_CST);
-    pbc_pool.generation++;
+    __atomic_add_fetch(&pbc_pool.generation, 1, __ATOMIC_RELEASE);
     pthread_cond_broadcast(&pbc_pool.wake);
     pthread_mutex_unlock(&pbc_pool.mu);
 
     pbc_pool_work(fn, params, n, block, nblocks);
 
+    pbc_poll(pbc_job_done, NULL);     /* blocks that workers are finishing */
     pthread_mutex_lock(&pbc_pool.mu);
     while (__atomic_load_n(&pbc_pool.done, __ATOMIC_SEQ_CST) < nblocks)
         pthread_cond_wait(&pbc_pool.finished, &pbc_pool.mu);
