@@ -121,3 +121,22 @@ def test_vector_width_follows_the_dependence_chains():
 
     assert width(chain) == 2 * be.width
     assert width(lambda: pbc.sin(x + 1)) == be.width
+
+
+def test_straight_line_kernels_get_the_short_pipeline():
+    # Kernels whose lane loop body is one basic block are optimized by InstCombine alone
+    # (instruction selection does the rest); loops, calls and per-lane atomics get O2.
+    from pbc.backend.llvm_jit import _straight_line
+
+    def kernel(build):
+        pbc.schedule(build())
+        k, = pbc.evaluate.take_kernels()
+        return k
+
+    x = pbc.arange(Float, 100)
+    assert _straight_line(kernel(lambda: pbc.sin(x) * 2))
+    target = pbc.zeros(Float, 4)
+    pbc.scatter_reduce(pbc.ReduceOp.Add, target, x, pbc.arange(pbc.llvm.UInt32, 100) % 4)
+    assert not _straight_line(kernel(lambda: target))
+    assert not _straight_line(kernel(lambda: pbc.switch(
+        pbc.arange(pbc.llvm.UInt32, 100) % 2, [lambda v: v + 1, lambda v: v * 2], x)))

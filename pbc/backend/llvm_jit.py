@@ -32,6 +32,13 @@ CHAIN_PARALLELISM = 1.5       # instructions per step of the longest dependence 
 CHAIN_MIN = 24                # steps: shorter chains end before their latency matters
 
 
+def _straight_line(kernel):
+    """Whether the body of the kernel's lane loop is one basic block: no symbolic loops or
+    calls, and no loop over lanes (atomic scatters and prints make one)."""
+    return not kernel.loops and not kernel.calls and not any(
+        ins.op == 'print' or (ins.op == 'scatter' and ins.extra) for ins in kernel.instrs)
+
+
 def _is_chain(kernel):
     """Whether the kernel is mostly one long chain of dependent instructions."""
     depth = []
@@ -110,7 +117,7 @@ class LLVMBackend:
             obj = self.disk.load(key)
             hit = 'disk'
             if obj is None:
-                obj = self._compile_object(text)
+                obj = self._compile_object(text, _straight_line(kernel))
                 self.disk.store(key, obj)
                 hit = 'none'
             with self.lock:
@@ -125,7 +132,7 @@ class LLVMBackend:
         self.groups[group_key] = entry
         return entry
 
-    def _compile_object(self, text):
+    def _compile_object(self, text, straight):
         try:
             module = llvm.parse_assembly(text)
             module.verify()
@@ -136,7 +143,16 @@ class LLVMBackend:
         pto.loop_vectorization = False
         pto.slp_vectorization = False
         pb = llvm.create_pass_builder(self.tm, pto)
-        pb.getModulePassManager().run(module, pb)
+        if straight:
+            # The lane loop's body is one basic block, which instruction selection combines
+            # and deduplicates as a whole: of O2 only InstCombine still changes the machine
+            # code (template patterns such as shifts by constants), at a quarter of the
+            # cost (sin + exp: 1.1 instead of 4.7 ms, the same 74 instructions).
+            passes = llvm.create_new_module_pass_manager()
+            passes.add_instruction_combine_pass()
+            passes.run(module, pb)
+        else:
+            pb.getModulePassManager().run(module, pb)
         return self.tm.emit_object(module)
 
     def launch(self, addr, size, params, serial=False):
