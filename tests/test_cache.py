@@ -123,10 +123,10 @@ def test_vector_width_follows_the_dependence_chains():
     assert width(lambda: pbc.sin(x + 1)) == be.width
 
 
-def test_straight_line_kernels_get_the_short_pipeline():
-    # Kernels whose lane loop body is one basic block are optimized by InstCombine alone
-    # (instruction selection does the rest); loops, calls and per-lane atomics get O2.
-    from pbc.backend.llvm_jit import _straight_line
+def test_loop_free_kernels_get_the_short_pipeline():
+    # Kernels without loops (calls included) are optimized by a few passes (instruction
+    # selection does the rest); symbolic loops and per-lane atomics get O2.
+    from pbc.backend.llvm_jit import _loop_free
 
     def kernel(build):
         pbc.schedule(build())
@@ -134,9 +134,17 @@ def test_straight_line_kernels_get_the_short_pipeline():
         return k
 
     x = pbc.arange(Float, 100)
-    assert _straight_line(kernel(lambda: pbc.sin(x) * 2))
+    index = pbc.arange(pbc.llvm.UInt32, 100)
+    assert _loop_free(kernel(lambda: pbc.sin(x) * 2))
+    assert _loop_free(kernel(lambda: pbc.switch(index % 2, [lambda v: v + 1, pbc.sin], x)))
     target = pbc.zeros(Float, 4)
-    pbc.scatter_reduce(pbc.ReduceOp.Add, target, x, pbc.arange(pbc.llvm.UInt32, 100) % 4)
-    assert not _straight_line(kernel(lambda: target))
-    assert not _straight_line(kernel(lambda: pbc.switch(
-        pbc.arange(pbc.llvm.UInt32, 100) % 2, [lambda v: v + 1, lambda v: v * 2], x)))
+    pbc.scatter_reduce(pbc.ReduceOp.Add, target, x, index % 4)
+    assert not _loop_free(kernel(lambda: target))
+
+    @pbc.syntax
+    def loop(v):
+        while v < 10:
+            v = v + 1
+        return v
+
+    assert not _loop_free(kernel(lambda: loop(x)))

@@ -284,6 +284,7 @@ class _Renderer:
             '  br i1 %more, label %body, label %exit',
             'exit:', '  ret void', '}',
             'attributes #0 = { nounwind }', 'attributes #1 = { nounwind noinline }',
+            'attributes #2 = { nounwind alwaysinline }',
             '!0 = !{i32 1}', ''])
 
     # ---- special ops ----
@@ -673,7 +674,7 @@ class _Renderer:
         body = self.body
         self.body, self.block, start = self.outer.pop()
         f, c = f'@C{n}.f{t}', f'%C{n}.c{t}'
-        attrs = '#0' if self.inlined(reg - start) else '#1'
+        attrs = '#2' if self.inlined(reg - start) else '#1'
         rtype = '{ ' + ', '.join(T for _, T in outs) + ' }' if outs else 'void'
         ret = []
         for k, (v, T) in enumerate(outs):
@@ -703,11 +704,12 @@ class _Renderer:
 
     @staticmethod
     def inlined(size):
-        """Whether LLVM may inline a target of `size` instructions into the kernel. Targets
-        stay subroutines: inlined, many large targets make one huge function that LLVM
-        optimizes slowly (mostly InstCombine) and into slower code. Only targets too small
-        to pay for a call are inlined, or all of them with PBC_INLINE_CALLS=1 (code that
-        targets share, such as a common prefix, is then computed once)."""
+        """Whether a target of `size` instructions is inlined into the kernel (alwaysinline)
+        rather than called (noinline). Targets stay subroutines: inlined, many large
+        targets make one huge function that LLVM optimizes slowly (mostly InstCombine) and
+        into slower code. Only targets too small to pay for a call are inlined, or all of
+        them with PBC_INLINE_CALLS=1 (code that targets share, such as a common prefix,
+        can then be computed once)."""
         return config.INLINE_CALLS or size <= INLINE_SIZE
 
     def target_params(self, inputs):
