@@ -20,6 +20,9 @@ inf = float('inf')
 nan = float('nan')
 
 
+_NUMBERS = frozenset((int, float, bool))
+
+
 def componentwise(fn, floating=False):
     """Lifts fn(flat arrays and Python numbers, ...) to every argument kind Dr.Jit accepts:
     static vectors and matrices (per component; other arguments broadcast), tensors (per
@@ -27,6 +30,16 @@ def componentwise(fn, floating=False):
     arrays and returned as Python numbers, per element of a sequence; with `floating`, all
     numbers are computed in double precision)."""
     def lifted(*args):
+        # Fast path, the one traced code takes most: flat arrays (and Python numbers).
+        flat = False
+        for a in args:
+            if isinstance(a, ArrayBase):
+                flat = True
+            elif type(a) not in _NUMBERS:
+                break
+        else:
+            if flat:
+                return fn(*args)
         for a in args:
             if isinstance(a, Tensor):
                 from .tensor import elementwise
