@@ -6,7 +6,7 @@ import time
 
 from . import _runtime, config
 from .flags import JitFlag, flag
-from .kernel import STREAMING_LANES, assemble
+from .kernel import FEW_LANES, STREAMING_LANES, assemble
 from .ops import TYPE_NAMES
 from .tree import leaves
 
@@ -60,7 +60,7 @@ def _run_group(backend_code, size, outputs, ids):
     key, leaves = _runtime.group_summary(ids, size, outputs)
     options = (flag(JitFlag.OptimizeLoops), flag(JitFlag.MergeFunctions),
                flag(JitFlag.OptimizeCalls))
-    key = (key, size >= STREAMING_LANES, options)       # what else assembly reads
+    key = (key, size >= STREAMING_LANES, size < FEW_LANES, options)   # what else assembly reads
     entry = be.lookup(key)
     if entry is None:
         kernel, layout = assemble(be.name, outputs, _runtime.group_records(ids), size,

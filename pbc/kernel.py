@@ -60,6 +60,9 @@ class Kernel:
     # Outputs far larger than the caches are written around them (non-temporal stores):
     # that saves reading each output line before overwriting it.
     streaming: bool = False
+    # Launched on few lanes: its run time is short next to its compile time, so backends
+    # pick the faster compile where they have a choice.
+    few_lanes: bool = False
     instrs: list = field(default_factory=list)
     params: list = field(default_factory=list)
     loops: list = field(default_factory=list)
@@ -111,6 +114,7 @@ class Layout:
 
 
 STREAMING_LANES = 1 << 23
+FEW_LANES = 1 << 16
 
 _PRINTF = {'bool': '%d', 'int32': '%d', 'uint32': '%u', 'int64': '%lld', 'uint64': '%llu',
            'float32': '%g', 'float64': '%g'}
@@ -134,7 +138,7 @@ def assemble(backend, outputs, records, size, optimize_loops=True, merge_functio
     nothing reads after the loop and that does not feed the loop test or side effects is
     dropped from the loop."""
     scalar = size == 1
-    k = Kernel(backend, streaming=size >= STREAMING_LANES)
+    k = Kernel(backend, streaming=size >= STREAMING_LANES, few_lanes=size < FEW_LANES)
     sources = []
 
     def add_param(kind, type_, source):

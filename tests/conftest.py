@@ -1,7 +1,8 @@
 """Session-wide test support: a record of every Kernel the LLVM backend compiles (so that
-tests/test_zz_ptx_all_kernels.py can check that the PTX renderer handles all of them), and
-a batched ptxas runner."""
+tests/test_zz_ptx_all_kernels.py can check that the PTX renderer handles all of them), a
+batched ptxas runner, and a way to compile at a chosen vector width."""
 
+import contextlib
 import os
 import re
 import shutil
@@ -10,6 +11,25 @@ import tempfile
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
+
+VECTOR_WIDTHS = (4, 8, 16, 32)          # (buffers are padded for 32 lanes at most)
+
+
+@contextlib.contextmanager
+def vector_width(width):
+    """Compiles every LLVM kernel with `width` lanes per vector inside the block, whatever
+    the backend's heuristics (LLVMBackend.lanes) would choose: each width renders different
+    IR (mask integers, cttz widths, register halves), and the heuristics pick few of them
+    for the small programs of the tests."""
+    from pbc.backend import llvm_jit
+    be = llvm_jit.backend()
+    be.flush_memory_cache()
+    be.lanes = lambda kernel: width
+    try:
+        yield
+    finally:
+        del be.lanes
+        be.flush_memory_cache()
 
 
 @pytest.fixture(autouse=True, scope='session')

@@ -102,7 +102,8 @@ def test_flush_kernel_cache():
 
 def test_vector_width_follows_the_dependence_chains():
     # Two registers per vector for a kernel that is one dependent chain (they hide its
-    # latency), one for straight-line code with independent work to overlap (sin).
+    # latency), one for straight-line code with independent work to overlap (sin), and
+    # one where the kernel runs on few lanes.
     from pbc.backend.llvm_jit import backend
     be = backend()
 
@@ -111,7 +112,7 @@ def test_vector_width_follows_the_dependence_chains():
         kernel, = pbc.evaluate.take_kernels()
         return be.lanes(kernel)
 
-    x = pbc.arange(Float, 100)
+    x = pbc.arange(Float, 1 << 16)
 
     def chain():
         y = x
@@ -121,6 +122,8 @@ def test_vector_width_follows_the_dependence_chains():
 
     assert width(chain) == 2 * be.width
     assert width(lambda: pbc.sin(x + 1)) == be.width
+    x = pbc.arange(Float, 1000)              # few lanes: the faster compile wins
+    assert width(chain) == be.width
 
 
 def test_loop_free_kernels_get_the_short_pipeline():

@@ -45,6 +45,7 @@ import math
 import os
 
 import numpy as np
+from conftest import VECTOR_WIDTHS, vector_width
 from hypothesis import HealthCheck, Phase, given, note, settings
 from hypothesis import strategies as st
 
@@ -672,6 +673,14 @@ def test_mixed_modes_match_python(data):
     check(prog, inputs, n, ('default',), ((pbc.JitFlag.SymbolicLoops, loops),
                                           (pbc.JitFlag.SymbolicConditionals, conds),
                                           (pbc.JitFlag.SymbolicCalls, calls)))
+
+
+@settings(FUZZ, max_examples=examples(30))
+@given(st.data())
+def test_loops_conditionals_and_calls_at_every_vector_width(data):
+    prog, inputs, n = draw_case(data)
+    with vector_width(data.draw(st.sampled_from(VECTOR_WIDTHS))):
+        check(prog, inputs, n, ('symbolic',))
 
 
 @settings(FUZZ, max_examples=examples(50))

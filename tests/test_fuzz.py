@@ -51,6 +51,7 @@ from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
+from conftest import VECTOR_WIDTHS, vector_width
 from hypothesis import HealthCheck, Phase, given, note, settings
 from hypothesis import strategies as st
 
@@ -1051,6 +1052,14 @@ def examples(n):
 def test_random_programs(data):
     prog = draw_program(data)
     check(prog, read_each=data.draw(st.integers(0, 3)) == 0)
+
+
+@settings(FUZZ, max_examples=examples(80))
+@given(st.data())
+def test_random_programs_at_every_vector_width(data):
+    prog = draw_program(data)
+    with vector_width(data.draw(st.sampled_from(VECTOR_WIDTHS))):
+        check(prog)
 
 
 @settings(FUZZ, max_examples=examples(120))

@@ -99,8 +99,12 @@ class LLVMBackend:
         code has independent work to overlap already, or is too short for latency to
         matter: there two registers only cost compile time and registers (sin, exp and log,
         about 2.5 instructions per step, ran 7-13% slower; a reverse-mode gradient with 1.8
-        ran 1.3x faster). Long kernels keep one register either way (compile time)."""
-        if kernel.loops:
+        ran 1.3x faster). Long kernels keep one register either way (compile time), and so
+        do kernels launched on few lanes, which run too briefly to pay for the compile time
+        (64 evaluated-call targets of 15k lanes: first call 696 -> 551 ms, warm alike)."""
+        if kernel.few_lanes:
+            wide = False
+        elif kernel.loops:
             wide = kernel.ir_ops <= WIDE_LIMIT_LOOPS
         else:
             wide = kernel.ir_ops <= WIDE_LIMIT and (bool(kernel.calls) or _is_chain(kernel))

@@ -774,6 +774,12 @@ class _Renderer:
         self._per_lane(r, f'{r}.m', lines)
 
 
+MAX_LANES = 32        # the runtime pads buffers for vectors of up to this many lanes
+
+
 def render(kernel, width):
     """LLVM IR text of `kernel` with `width` lanes per vector."""
+    if width > MAX_LANES:
+        raise ValueError(f'pbc: {width} lanes per vector; buffers are padded for '
+                         f'{MAX_LANES} at most')
     return _Renderer(kernel, width).render()
