@@ -42,6 +42,8 @@ cdef enum Flag:
     F_DIRTY = 1        # the variable is the target of queued scatters
     F_VN = 2           # the variable is registered in the value-numbering map
     F_OWNS = 4         # data points to memory this runtime allocated
+    F_VN_PENDING = 8   # numbered, but kept by its first operand instead of the map
+    F_VN_SHARED = 32   # the nodes numbered with this as their first operand are in the map
     F_FREE = 16        # the slot is on the free list
     F_EXTRA = 64       # has operands beyond dep[4], kept in extra_deps
 
@@ -56,6 +58,7 @@ ctypedef struct Var:
     uint32_t ref_se       # references from pending scatters (do not force copy-on-write)
     uint32_t mark         # traversal epoch that last visited this node
     uint32_t pos          # its position in that traversal's order
+    uint32_t vn_user      # the F_VN_PENDING node with this as dep[0], if still valid
     uint16_t op
     uint8_t vtype
     uint8_t flags
@@ -265,6 +268,7 @@ cdef inline void vn_remove(uint32_t i) noexcept:
     global vn_live
     cdef Var* v = &vars[i]
     cdef VNEntry* e
+    v.flags &= ~F_VN_PENDING          # (its operand's vn_user goes stale)
     if v.flags & F_VN:
         e = vn_find(v.hash)
         if e != NULL and e.id == i:
@@ -330,10 +334,38 @@ cdef void release(uint32_t root) noexcept:
         free_ids.push_back(i)
         live_count -= 1
 
+cdef inline bint vn_pending_user(uint32_t d0) noexcept:
+    """Whether d0's vn_user is a numbered node still kept by d0 (not freed, evaluated or
+    reused for another node since)."""
+    cdef uint32_t p = vars[d0].vn_user
+    return p != 0 and (vars[p].flags & F_VN_PENDING) != 0 and vars[p].dep[0] == d0
+
+cdef void vn_share(uint32_t d0) except *:
+    """From now on the nodes numbered with d0 as their first operand go in the map: moves
+    the one kept by d0 there."""
+    cdef uint32_t p
+    cdef Var* v
+    cdef uint64_t h
+    if vn_pending_user(d0):
+        p = vars[d0].vn_user
+        v = &vars[p]
+        h = var_hash(v.op, v.vtype, v.size, v.dep, v.literal, v.extra, v.backend)
+        v.flags &= ~F_VN_PENDING
+        v.hash = h
+        v.flags |= F_VN
+        vn_insert(h, p, vn_find(h))
+    vars[d0].vn_user = 0
+    vars[d0].flags |= F_VN_SHARED
+
 cdef uint32_t var_new(uint16_t op, uint8_t vt, uint32_t size, uint32_t d0, uint32_t d1,
                       uint32_t d2, uint32_t d3, uint64_t lit, uint8_t extra,
                       uint8_t backend) except 0:
-    """Creates a node (or finds an equal one) and returns it with one new external reference."""
+    """Creates a node (or finds an equal one) and returns it with one new external reference.
+
+    An equal node has the same first operand. Most nodes are the first user of a node just
+    made (x = x * a + b), so the first numbered node using an operand stays with that
+    operand (vn_user, F_VN_PENDING) and goes in the map only when a second one comes: the
+    map's random accesses, one cache miss each, are then paid for operands that are shared."""
     global live_count
     cdef uint32_t dep[4]
     dep[0] = d0; dep[1] = d1; dep[2] = d2; dep[3] = d3
@@ -342,7 +374,13 @@ cdef uint32_t var_new(uint16_t op, uint8_t vt, uint32_t size, uint32_t d0, uint3
     cdef Var* v
     cdef VNEntry* e = NULL
     cdef bint vn = (jit_flags & 2) and vn_eligible(op, extra)
-    if vn:
+    cdef bint keep = False             # numbered, but kept by d0
+    if vn and d0 != 0 and not (vars[d0].flags & F_VN_SHARED):
+        if vn_pending_user(d0):
+            vn_share(d0)
+        else:
+            keep = True
+    if vn and not keep:
         h = var_hash(op, vt, size, dep, lit, extra, backend)
         e = vn_find(h)          # a miss leaves e NULL, a collision an entry to take over
         if e != NULL:
@@ -382,7 +420,11 @@ cdef uint32_t var_new(uint16_t op, uint8_t vt, uint32_t size, uint32_t d0, uint3
     live_count += 1
     if scope:
         scope_of[i] = scope
-    if vn:
+    v.vn_user = 0
+    if keep:
+        v.flags |= F_VN_PENDING
+        vars[d0].vn_user = i
+    elif vn:
         v.hash = h
         v.flags |= F_VN
         vn_insert(h, i, e)

@@ -28,6 +28,29 @@ def test_value_numbering_reuses_nodes():
         assert (a * 2).index != (a * 2).index
 
 
+def test_value_numbering_of_nodes_kept_by_their_first_operand():
+    # The first numbered user of an operand is kept by that operand, not by the map; a
+    # second user moves it there. Equal nodes must be found either way, and a kept node
+    # that was freed or evaluated must not be.
+    a, b = Float(1, 2, 3), Float(4, 5, 6)
+    x = a * b                               # a's first user: kept by a
+    assert (a * b).index == x.index         # found there (and now in the map)
+    assert (a + b).index == (a + b).index   # a's later users: through the map
+    assert (a * b).index == x.index
+    c = a - 1.5
+    y = c * b                               # kept by c
+    del y                                   # freed: c's record of it is stale
+    z = c * b
+    assert (c * b).index == z.index
+    assert z.numpy().tolist() == [-2.0, 2.5, 9.0]
+    d = b * 3.0
+    w = d + a                               # kept by d, then evaluated
+    pbc.eval(w)
+    v = d + a                               # an expression again, not the evaluated node
+    assert v.index != w.index and v.state == 'unevaluated'
+    assert v.numpy().tolist() == w.numpy().tolist() == [13.0, 17.0, 21.0]
+
+
 def test_constant_folding_and_simplification():
     assert (Float(2) * 3 + 1).state == 'literal'
     assert (Float(2) * 3 + 1)[0] == 7
