@@ -58,7 +58,8 @@ ctypedef struct Var:
     uint32_t ref_se       # references from pending scatters (do not force copy-on-write)
     uint32_t mark         # traversal epoch that last visited this node
     uint32_t pos          # its position in that traversal's order
-    uint32_t vn_user      # the F_VN_PENDING node with this as dep[0], if still valid
+    uint32_t vn_user      # the F_VN_PENDING node anchored here, if still valid
+    uint32_t serial       # creation order (wraps): the newest operand anchors a node
     uint16_t op
     uint8_t vtype
     uint8_t flags
@@ -334,39 +335,57 @@ cdef void release(uint32_t root) noexcept:
         free_ids.push_back(i)
         live_count -= 1
 
-cdef inline bint vn_pending_user(uint32_t d0) noexcept:
-    """Whether d0's vn_user is a numbered node still kept by d0 (not freed, evaluated or
-    reused for another node since)."""
-    cdef uint32_t p = vars[d0].vn_user
-    return p != 0 and (vars[p].flags & F_VN_PENDING) != 0 and vars[p].dep[0] == d0
+cdef uint32_t serial_counter = 0
 
-cdef void vn_share(uint32_t d0) except *:
-    """From now on the nodes numbered with d0 as their first operand go in the map: moves
-    the one kept by d0 there."""
+cdef inline uint32_t vn_anchor(uint32_t* dep) noexcept:
+    """The operand that keeps a node's numbering until it is shared: the newest one (equal
+    nodes have equal operands, so the same anchor; the newest is the likeliest to have no
+    other user yet)."""
+    cdef uint32_t a = dep[0], k
+    for k in range(1, 4):
+        if dep[k] != 0 and vars[dep[k]].serial - vars[a].serial < 0x80000000u \
+                and vars[dep[k]].serial != vars[a].serial:
+            a = dep[k]
+    return a
+
+cdef inline bint vn_pending_user(uint32_t d) noexcept:
+    """Whether d's vn_user may be a numbered node kept by d: kept by some operand, and d is
+    one of its operands (a node freed, evaluated or reused since fails this, or at worst
+    moves to the map early, which is always correct)."""
+    cdef uint32_t p = vars[d].vn_user
+    if p == 0 or not (vars[p].flags & F_VN_PENDING):
+        return False
+    cdef uint32_t* q = vars[p].dep
+    return q[0] == d or q[1] == d or q[2] == d or q[3] == d
+
+cdef void vn_share(uint32_t d) except *:
+    """From now on the nodes numbered with anchor d go in the map: moves the one kept by d
+    there."""
     cdef uint32_t p
     cdef Var* v
     cdef uint64_t h
-    if vn_pending_user(d0):
-        p = vars[d0].vn_user
+    if vn_pending_user(d):
+        p = vars[d].vn_user
         v = &vars[p]
         h = var_hash(v.op, v.vtype, v.size, v.dep, v.literal, v.extra, v.backend)
         v.flags &= ~F_VN_PENDING
         v.hash = h
         v.flags |= F_VN
         vn_insert(h, p, vn_find(h))
-    vars[d0].vn_user = 0
-    vars[d0].flags |= F_VN_SHARED
+    vars[d].vn_user = 0
+    vars[d].flags |= F_VN_SHARED
 
 cdef uint32_t var_new(uint16_t op, uint8_t vt, uint32_t size, uint32_t d0, uint32_t d1,
                       uint32_t d2, uint32_t d3, uint64_t lit, uint8_t extra,
                       uint8_t backend) except 0:
     """Creates a node (or finds an equal one) and returns it with one new external reference.
 
-    An equal node has the same first operand. Most nodes are the first user of a node just
-    made (x = x * a + b), so the first numbered node using an operand stays with that
-    operand (vn_user, F_VN_PENDING) and goes in the map only when a second one comes: the
-    map's random accesses, one cache miss each, are then paid for operands that are shared."""
-    global live_count
+    An equal node has the same operands. Most nodes are the first user of a node just made
+    (x = x * a + b), so the first numbered node anchored on an operand (its newest, see
+    vn_anchor) stays with that operand (vn_user, F_VN_PENDING) and goes in the map only
+    when a second one comes: the map's random accesses, one cache miss each, are then paid
+    for operands that are shared."""
+    global live_count, serial_counter
     cdef uint32_t dep[4]
     dep[0] = d0; dep[1] = d1; dep[2] = d2; dep[3] = d3
     cdef uint64_t h = 0
@@ -374,10 +393,11 @@ cdef uint32_t var_new(uint16_t op, uint8_t vt, uint32_t size, uint32_t d0, uint3
     cdef Var* v
     cdef VNEntry* e = NULL
     cdef bint vn = (jit_flags & 2) and vn_eligible(op, extra)
-    cdef bint keep = False             # numbered, but kept by d0
-    if vn and d0 != 0 and not (vars[d0].flags & F_VN_SHARED):
-        if vn_pending_user(d0):
-            vn_share(d0)
+    cdef bint keep = False             # numbered, but kept by its anchor
+    cdef uint32_t anchor = vn_anchor(dep) if vn and d0 != 0 else 0
+    if anchor != 0 and not (vars[anchor].flags & F_VN_SHARED):
+        if vn_pending_user(anchor):
+            vn_share(anchor)
         else:
             keep = True
     if vn and not keep:
@@ -421,9 +441,11 @@ cdef uint32_t var_new(uint16_t op, uint8_t vt, uint32_t size, uint32_t d0, uint3
     if scope:
         scope_of[i] = scope
     v.vn_user = 0
+    v.serial = serial_counter
+    serial_counter += 1
     if keep:
         v.flags |= F_VN_PENDING
-        vars[d0].vn_user = i
+        vars[anchor].vn_user = i
     elif vn:
         v.hash = h
         v.flags |= F_VN

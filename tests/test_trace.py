@@ -28,20 +28,20 @@ def test_value_numbering_reuses_nodes():
         assert (a * 2).index != (a * 2).index
 
 
-def test_value_numbering_of_nodes_kept_by_their_first_operand():
-    # The first numbered user of an operand is kept by that operand, not by the map; a
-    # second user moves it there. Equal nodes must be found either way, and a kept node
-    # that was freed or evaluated must not be.
+def test_value_numbering_of_nodes_kept_by_their_newest_operand():
+    # The first numbered node anchored on an operand (its newest) is kept by that operand,
+    # not by the map; a second one moves it there. Equal nodes must be found either way,
+    # and a kept node that was freed or evaluated must not be.
     a, b = Float(1, 2, 3), Float(4, 5, 6)
-    x = a * b                               # a's first user: kept by a
+    x = a * b                               # b's first user: kept by b
     assert (a * b).index == x.index         # found there (and now in the map)
-    assert (a + b).index == (a + b).index   # a's later users: through the map
+    assert (a + b).index == (a + b).index   # b's later users: through the map
     assert (a * b).index == x.index
     c = a - 1.5
-    y = c * b                               # kept by c
+    y = b * c                               # kept by c, though it comes second
     del y                                   # freed: c's record of it is stale
-    z = c * b
-    assert (c * b).index == z.index
+    z = b * c
+    assert (b * c).index == z.index and (c * b).index != z.index
     assert z.numpy().tolist() == [-2.0, 2.5, 9.0]
     d = b * 3.0
     w = d + a                               # kept by d, then evaluated
