@@ -7,5 +7,6 @@ CACHE_DIR = os.environ.get('PBC_CACHE_DIR') or os.path.join(
     os.path.expanduser('~'), '.cache', 'pbc')
 # Bumped whenever rendering or the kernel ABI changes meaning for the same IR text.
 CACHE_VERSION = 1
-# Let LLVM inline every symbolic call target into the kernel (see backend/llvm_render.py).
+# Inline every symbolic call target into the kernel and optimize it with LLVM's O2 (see
+# backend/llvm_render.py and llvm_jit.py).
 INLINE_CALLS = os.environ.get('PBC_INLINE_CALLS', '') not in ('', '0')

@@ -126,10 +126,11 @@ def test_vector_width_follows_the_dependence_chains():
     assert width(chain) == be.width
 
 
-def test_loop_free_kernels_get_the_short_pipeline():
+def test_loop_free_kernels_get_the_short_pipeline(monkeypatch):
     # Kernels without loops (calls included) are optimized by a few passes (instruction
-    # selection does the rest); symbolic loops and per-lane atomics get O2.
-    from pbc.backend.llvm_jit import _loop_free
+    # selection does the rest); symbolic loops, per-lane atomics and calls whose targets
+    # are all inlined on request (PBC_INLINE_CALLS) get O2.
+    from pbc.backend.llvm_jit import _short_pipeline
 
     def kernel(build):
         pbc.schedule(build())
@@ -138,11 +139,15 @@ def test_loop_free_kernels_get_the_short_pipeline():
 
     x = pbc.arange(Float, 100)
     index = pbc.arange(pbc.llvm.UInt32, 100)
-    assert _loop_free(kernel(lambda: pbc.sin(x) * 2))
-    assert _loop_free(kernel(lambda: pbc.switch(index % 2, [lambda v: v + 1, pbc.sin], x)))
+    assert _short_pipeline(kernel(lambda: pbc.sin(x) * 2))
+    call = kernel(lambda: pbc.switch(index % 2, [lambda v: v + 1, pbc.sin], x))
+    assert _short_pipeline(call)
+    monkeypatch.setattr(pbc.config, 'INLINE_CALLS', True)
+    assert not _short_pipeline(call)
+    monkeypatch.setattr(pbc.config, 'INLINE_CALLS', False)
     target = pbc.zeros(Float, 4)
     pbc.scatter_reduce(pbc.ReduceOp.Add, target, x, index % 4)
-    assert not _loop_free(kernel(lambda: target))
+    assert not _short_pipeline(kernel(lambda: target))
 
     @pbc.syntax
     def loop(v):
@@ -150,4 +155,4 @@ def test_loop_free_kernels_get_the_short_pipeline():
             v = v + 1
         return v
 
-    assert not _loop_free(kernel(lambda: loop(x)))
+    assert not _short_pipeline(kernel(lambda: loop(x)))

@@ -36,10 +36,12 @@ CHAIN_PARALLELISM = 2.0       # instructions per step of the longest dependence 
 CHAIN_MIN = 24                # steps: shorter chains end before their latency matters
 
 
-def _loop_free(kernel):
-    """Whether the kernel has no loop besides the one over lanes: no symbolic loops, and no
-    loop over the lanes of a vector (atomic scatters and prints make one)."""
-    return not kernel.loops and not any(
+def _short_pipeline(kernel):
+    """Whether LOOP_FREE_PASSES optimize the kernel rather than O2: it has no loop besides
+    the one over lanes (no symbolic loops, and no loop over the lanes of a vector, which
+    atomic scatters and prints make), and no call targets inlined on request
+    (PBC_INLINE_CALLS asks for LLVM's optimizations across them)."""
+    return not kernel.loops and not (kernel.calls and config.INLINE_CALLS) and not any(
         ins.op == 'print' or (ins.op == 'scatter' and ins.extra) for ins in kernel.instrs)
 
 
@@ -126,7 +128,7 @@ class LLVMBackend:
             obj = self.disk.load(key)
             hit = 'disk'
             if obj is None:
-                obj = self._compile_object(text, _loop_free(kernel))
+                obj = self._compile_object(text, _short_pipeline(kernel))
                 self.disk.store(key, obj)
                 hit = 'none'
             with self.lock:
@@ -141,7 +143,7 @@ class LLVMBackend:
         self.groups[group_key] = entry
         return entry
 
-    def _compile_object(self, text, loop_free):
+    def _compile_object(self, text, short_pipeline):
         try:
             module = llvm.parse_assembly(text)
             module.verify()
@@ -152,7 +154,7 @@ class LLVMBackend:
         pto.loop_vectorization = False
         pto.slp_vectorization = False
         pb = llvm.create_pass_builder(self.tm, pto)
-        if loop_free:
+        if short_pipeline:
             # Without loops, the body of the lane loop is one basic block per target and
             # per dispatch step, which instruction selection combines and deduplicates as
             # a whole. A short pipeline (inlining what the renderer marks alwaysinline)

@@ -708,8 +708,8 @@ class _Renderer:
         rather than called (noinline). Targets stay subroutines: inlined, many large
         targets make one huge function that LLVM optimizes slowly (mostly InstCombine) and
         into slower code. Only targets too small to pay for a call are inlined, or all of
-        them with PBC_INLINE_CALLS=1 (code that targets share, such as a common prefix,
-        can then be computed once)."""
+        them with PBC_INLINE_CALLS=1, which also gives the kernel LLVM's full O2 pipeline
+        (code that targets share, such as a common prefix, can then be computed once)."""
         return config.INLINE_CALLS or size <= INLINE_SIZE
 
     def target_params(self, inputs):
