@@ -52,6 +52,12 @@ class Call:
     # Per target: the registers defined before its code that its code reads (the caller's
     # values, in register order), which become its subroutine's parameters.
     inputs: list = field(default_factory=list)
+    # Instructions in the targets' code (merged targets counted once), and how many of them
+    # differ in structure (the same op on the same caller values or structurally equal
+    # operands counts once): targets that share most of their code (a common prefix,
+    # say) can be compiled together, so that the shared part is computed once.
+    size: int = 0
+    distinct: int = 0
 
 
 @dataclass
@@ -247,6 +253,7 @@ def assemble(backend, outputs, records, size, optimize_loops=True, merge_functio
     if optimize_calls:
         k.removed_outputs = sum(call.results.count(-1) for call in k.calls)
     _find_inputs(k)
+    _find_sharing(k)
     _find_uniform(k)
     return k, Layout(sources, out_slots)
 
@@ -392,6 +399,35 @@ def _find_inputs(k):
             found[ins.literal, ins.extra] = sorted(open_.pop()[1])
     for n, call in enumerate(k.calls):
         call.inputs = [found[n, t] for t in call.code]
+
+
+def _find_sharing(k):
+    """Fills each call's `size` and `distinct` (see Call): instructions are equal in
+    structure when they apply the same op (type, literal, extra) to the same caller values
+    or to operands equal in structure. Code of nested calls counts for the outer call."""
+    open_ = []                                   # (call, start register) of open targets
+    shape = {}                                   # register -> its structure's number
+    numbers = {}                                 # structure -> number
+    seen = [set() for _ in k.calls]
+    for reg, ins in enumerate(k.instrs):
+        op = ins.op
+        if op == 'call_start':
+            open_.append((ins.literal, reg))
+            continue
+        if op == 'call_end':
+            open_.pop()
+            continue
+        if not open_:
+            continue
+        start = open_[0][1]                      # structure relative to the outermost target
+        key = (op, ins.type, ins.literal, ins.extra,
+               tuple(('o', a) if a < start else shape.get(a, ('r', a)) for a in ins.args))
+        number = shape[reg] = numbers.setdefault(key, len(numbers))
+        for n, _ in open_:
+            k.calls[n].size += 1
+            seen[n].add(number)
+    for call, numbers_seen in zip(k.calls, seen):
+        call.distinct = len(numbers_seen)
 
 
 def _find_uniform(k):

@@ -362,6 +362,18 @@ def test_large_targets_stay_subroutines(monkeypatch):
     assert [g for _, g in groups] == ['#2', '#2', '#1']
     monkeypatch.setattr(pbc.config, 'INLINE_CALLS', True)
     assert [g for _, g in _subroutines(render(kernel, 8)).values()] == ['#2', '#2', '#2']
+    monkeypatch.setattr(pbc.config, 'INLINE_CALLS', False)
+    # Targets that repeat most of each other's code (here: prefixes of one chain) are all
+    # inlined, and the kernel optimized with O2, which computes the shared part once.
+    from pbc.backend.llvm_jit import _short_pipeline
+    terms = [40, 50, 60]
+    y = pbc.switch(UInt32(keys.astype(np.uint32)), [body(t) for t in terms], Float(xs))
+    pbc.schedule(y)
+    kernel, = pbc.evaluate.take_kernels()
+    call, = kernel.calls
+    assert (call.size, call.distinct) == (150 + 3, 60 + 1)     # (and each target's argument)
+    assert [g for _, g in _subroutines(render(kernel, 8)).values()] == ['#2', '#2', '#2']
+    assert not _short_pipeline(kernel)
     expected = xs.astype(np.float64)
     for k in range(max(terms)):
         step = np.array([k < terms[key] for key in keys])

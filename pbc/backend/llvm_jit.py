@@ -11,7 +11,7 @@ import llvmlite.binding as llvm
 
 from .. import _runtime, config
 from .disk_cache import DiskCache
-from .llvm_render import render
+from .llvm_render import inline_all, render
 
 
 class CompiledKernel(NamedTuple):
@@ -39,9 +39,9 @@ CHAIN_MIN = 24                # steps: shorter chains end before their latency m
 def _short_pipeline(kernel):
     """Whether LOOP_FREE_PASSES optimize the kernel rather than O2: it has no loop besides
     the one over lanes (no symbolic loops, and no loop over the lanes of a vector, which
-    atomic scatters and prints make), and no call targets inlined on request
-    (PBC_INLINE_CALLS asks for LLVM's optimizations across them)."""
-    return not kernel.loops and not (kernel.calls and config.INLINE_CALLS) and not any(
+    atomic scatters and prints make), and does not inline all its call targets to have
+    LLVM optimize across them (llvm_render.inline_all)."""
+    return not kernel.loops and not (kernel.calls and inline_all(kernel)) and not any(
         ins.op == 'print' or (ins.op == 'scatter' and ins.extra) for ins in kernel.instrs)
 
 

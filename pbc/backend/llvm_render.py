@@ -118,6 +118,18 @@ ATOMIC = {('add', 'f'): 'fadd', ('add', 'i'): 'add', ('add', 'u'): 'add',
           ('and', 'i'): 'and', ('and', 'u'): 'and', ('and', 'b'): 'and',
           ('or', 'i'): 'or', ('or', 'u'): 'or', ('or', 'b'): 'or'}
 CODE_TABLE_KEYS = 1 << 16      # call keys below this: a table maps them to shared code
+SHARED_CODE = 64               # instructions (see inline_all)
+
+
+def inline_all(kernel):
+    """Whether every call target of the kernel is inlined into it (and the kernel gets
+    LLVM's O2, see llvm_jit): on request (PBC_INLINE_CALLS=1), or where the targets of a
+    call repeat most of each other's code (over half of it, and SHARED_CODE instructions
+    at least, as assembly measured: Call.distinct), which O2 then computes once. The
+    series benchmark's 64 targets share their prefixes: 14 instead of 32 ms warm."""
+    return config.INLINE_CALLS or any(
+        call.size - call.distinct >= SHARED_CODE and 2 * call.distinct <= call.size
+        for call in kernel.calls)
 # Targets of at most this many instructions are inlined: the call (spilling the caller's
 # vectors, which no vector register survives) would cost more than their code.
 INLINE_SIZE = 32
@@ -156,6 +168,7 @@ class _Renderer:
         self.body = []
         self.block = 'body'      # current basic block (for phi nodes of lane loops)
         self.masks = f'<{width} x i1>'
+        self.inline_all = inline_all(kernel)
 
     def vec(self, s):
         return f'<{self.W} x {s}>'
@@ -702,15 +715,13 @@ class _Renderer:
         self.call_state[n][2].append((self.block, merged))
         self.body.append(f'  br label %C{n}.merge')
 
-    @staticmethod
-    def inlined(size):
+    def inlined(self, size):
         """Whether a target of `size` instructions is inlined into the kernel (alwaysinline)
         rather than called (noinline). Targets stay subroutines: inlined, many large
         targets make one huge function that LLVM optimizes slowly (mostly InstCombine) and
         into slower code. Only targets too small to pay for a call are inlined, or all of
-        them with PBC_INLINE_CALLS=1, which also gives the kernel LLVM's full O2 pipeline
-        (code that targets share, such as a common prefix, can then be computed once)."""
-        return config.INLINE_CALLS or size <= INLINE_SIZE
+        them where inline_all() says so."""
+        return self.inline_all or size <= INLINE_SIZE
 
     def target_params(self, inputs):
         """(name, type) of the parameters of a target's function: the names of the caller's
