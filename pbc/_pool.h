@@ -3,10 +3,10 @@
  * A job is `fn(start, end, params)` over [0, n) cut into fixed blocks. The calling thread
  * works on the job too and returns as soon as every block is done: a worker that is slow to
  * wake up (a busy machine) never holds up the launch, it just finds no blocks left. Idle
- * workers spin for a short while after a job (SPIN_NS) before they sleep on a condition
+ * workers poll for a short while after a job (PBC_SPIN_NS) before they sleep on a condition
  * variable: kernels often come back to back (evaluated calls launch one per target), and
  * waking a sleeping thread costs tens of microseconds, more than a small kernel takes. The
- * caller likewise spins briefly for the blocks that workers are finishing before it sleeps.
+ * caller likewise polls briefly for the blocks that workers are finishing before it sleeps.
  * Sleeping workers do not compete with the Python thread that keeps tracing.
  *
  * A worker joins a job only while it is unfinished, and a new job waits until every worker

@@ -42,8 +42,8 @@ cdef enum Flag:
     F_DIRTY = 1        # the variable is the target of queued scatters
     F_VN = 2           # the variable is registered in the value-numbering map
     F_OWNS = 4         # data points to memory this runtime allocated
-    F_VN_PENDING = 8   # numbered, but kept by its first operand instead of the map
-    F_VN_SHARED = 32   # the nodes numbered with this as their first operand are in the map
+    F_VN_PENDING = 8   # numbered, but kept by its anchor operand instead of the map
+    F_VN_SHARED = 32   # the numbered nodes anchored on this one are in the map
     F_FREE = 16        # the slot is on the free list
     F_EXTRA = 64       # has operands beyond dep[4], kept in extra_deps
 
