@@ -6,7 +6,7 @@ DEBUG = os.environ.get('PBC_DEBUG', '') not in ('', '0')
 CACHE_DIR = os.environ.get('PBC_CACHE_DIR') or os.path.join(
     os.path.expanduser('~'), '.cache', 'pbc')
 # Bumped whenever rendering or the kernel ABI changes meaning for the same IR text.
-CACHE_VERSION = 1
+CACHE_VERSION = 2          # 2: small code model, PIC, linked by JITLink
 # Inline every symbolic call target into the kernel and optimize it with LLVM's O2 (see
 # backend/llvm_render.py and llvm_jit.py).
 INLINE_CALLS = os.environ.get('PBC_INLINE_CALLS', '') not in ('', '0')

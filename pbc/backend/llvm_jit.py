@@ -118,9 +118,12 @@ class LLVMBackend:
 
     def compile(self, kernel, layout, group_key):
         """Renders and compiles `kernel` (through the memory and disk caches, keyed on the
-        IR text) and remembers it under the trace group's key."""
+        IR text and the optimization pipeline) and remembers it under the trace group's
+        key."""
         text = render(kernel, self.lanes(kernel))
-        key = hashlib.sha256((self.machine_id + '\n' + text).encode()).hexdigest()[:32]
+        short = _short_pipeline(kernel)
+        key = hashlib.sha256(f'{self.machine_id}|{"short" if short else "O2"}\n{text}'
+                             .encode()).hexdigest()[:32]
         t1 = time.perf_counter()
         hit = 'memory'
         loaded = self.memory.get(key)
@@ -128,7 +131,7 @@ class LLVMBackend:
             obj = self.disk.load(key)
             hit = 'disk'
             if obj is None:
-                obj = self._compile_object(text, _short_pipeline(kernel))
+                obj = self._compile_object(text, short)
                 self.disk.store(key, obj)
                 hit = 'none'
             with self.lock:
