@@ -123,9 +123,13 @@ cdef extern from "sys/mman.h" nogil:
     int madvise(void* addr, size_t length, int advice)
     int MADV_HUGEPAGE
 
+cdef enum:
+    LANES_MAX = 32     # kernels load and store whole vectors of up to this many lanes
+MAX_LANES = LANES_MAX  # (for the renderers)
+
 cdef inline size_t padded_bytes(uint8_t vt, size_t n) noexcept nogil:
-    # Kernels load and store whole vectors of up to 32 lanes, so buffers are padded.
-    return ((n + 31) & ~<size_t>31) * TYPE_SIZE[vt] + 64
+    # Kernels load and store whole vectors of up to LANES_MAX lanes, so buffers are padded.
+    return ((n + LANES_MAX - 1) & ~<size_t>(LANES_MAX - 1)) * TYPE_SIZE[vt] + 64
 
 # Freed buffers are kept for reuse (by exact size), as fresh memory from the OS costs a page
 # fault per 4 KiB on first touch: more than streaming the data through a kernel. Buffers

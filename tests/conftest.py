@@ -12,7 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-VECTOR_WIDTHS = (4, 8, 16, 32)          # (buffers are padded for 32 lanes at most)
+VECTOR_WIDTHS = (4, 8, 16, 32)          # up to pbc._runtime.MAX_LANES (buffer padding)
 
 
 @contextlib.contextmanager

@@ -9,6 +9,7 @@ Template lines that start with 'declare' are hoisted to the module.
 import struct
 
 from .. import config
+from .._runtime import MAX_LANES  # buffers are padded for vectors this wide
 from ..ops import ARITY, CALL_OPS, COMPARISONS, LOOP_OPS, REDUCE_NAMES, TYPE_NAMES
 
 SCALAR = {'bool': 'i1', 'int32': 'i32', 'uint32': 'i32', 'int64': 'i64', 'uint64': 'i64',
@@ -118,6 +119,9 @@ ATOMIC = {('add', 'f'): 'fadd', ('add', 'i'): 'add', ('add', 'u'): 'add',
           ('and', 'i'): 'and', ('and', 'u'): 'and', ('and', 'b'): 'and',
           ('or', 'i'): 'or', ('or', 'u'): 'or', ('or', 'b'): 'or'}
 CODE_TABLE_KEYS = 1 << 16      # call keys below this: a table maps them to shared code
+# Targets of at most this many instructions are inlined: the call (spilling the caller's
+# vectors, which no vector register survives) would cost more than their code.
+INLINE_SIZE = 32
 SHARED_CODE = 64               # instructions (see inline_all)
 
 
@@ -130,9 +134,6 @@ def inline_all(kernel):
     return config.INLINE_CALLS or any(
         call.size - call.distinct >= SHARED_CODE and 2 * call.distinct <= call.size
         for call in kernel.calls)
-# Targets of at most this many instructions are inlined: the call (spilling the caller's
-# vectors, which no vector register survives) would cost more than their code.
-INLINE_SIZE = 32
 
 
 def scalar_constant(tname, bits):
@@ -783,9 +784,6 @@ class _Renderer:
             args.append(f'i64 {x}.w' if s != 'i64' else f'i64 {x}')
         lines.append(f'  call void (ptr, ...) @pbc_print_capture({", ".join(args)})')
         self._per_lane(r, f'{r}.m', lines)
-
-
-MAX_LANES = 32        # the runtime pads buffers for vectors of up to this many lanes
 
 
 def render(kernel, width):
