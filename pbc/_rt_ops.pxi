@@ -46,10 +46,18 @@ cdef uint32_t result_size(uint16_t op, uint32_t a, uint32_t b, uint32_t c, uint3
                              f"{sizes}: widths must be equal or 1")
     return size
 
+cdef TemplateRecorder recorder = None    # set while a trace template records (_rt_template.pxi)
+
 cdef uint32_t var_op(uint16_t op, uint8_t rt, uint32_t a, uint32_t b, uint32_t c,
                      uint8_t extra) except 0:
     """The one entry for new computational nodes. Operands must already have the types the
     op expects; returns a new reference."""
+    if recorder is not None:
+        return recorder.op(op, rt, a, b, c, extra)
+    return make_op(op, rt, a, b, c, extra)
+
+cdef uint32_t make_op(uint16_t op, uint8_t rt, uint32_t a, uint32_t b, uint32_t c,
+                      uint8_t extra) except 0:
     flush_if_dirty(a, b, c, 0)
     cdef uint32_t size = result_size(op, a, b, c, 0)
     cdef uint64_t out = 0

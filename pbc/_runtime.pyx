@@ -14,6 +14,7 @@ This module imports nothing from pbc. It is split into include files by concern:
   _rt_launch.pxi  eval support: groups, their keys, outputs, the kernel trampoline
   _rt_horizontal.pxi  reductions, prefix sums and compress on the same thread pool
   ad/tape.pxi     the AD graph beside the trace: nodes, scopes, traversal order
+  _rt_template.pxi  library functions' traces recorded once and replayed
   _pool.h         the thread pool (C)
 """
 
@@ -26,6 +27,7 @@ include "_rt_fold.pxi"
 include "_rt_ops.pxi"
 include "_rt_array.pxi"
 include "ad/tape.pxi"
+include "_rt_template.pxi"
 include "_rt_memory.pxi"
 include "_rt_loop.pxi"
 include "_rt_call.pxi"

@@ -244,20 +244,25 @@ def _log_special(x, r):
     return select(x >= 0, r, nan)
 
 
+TRACED = {}             # name -> the TracedFunction of each _float_fn
+
+
 def _float_fn(fn, rule=None):
     """Lifts fn(float arrays of one type) to static vectors, integer arrays (as Float), mixed
     precisions (promoted to Float64) and Python scalars (constant-folded Float64 literals).
     Its derivative is the analytic rule `rule` (default: its name) of pbc/ad/rules.py, not
     that of the approximation fn computes (rule=False: fn sees to its derivatives itself)."""
+    name, doc = fn.__name__, fn.__doc__
+    fn = TRACED[name] = _runtime.TracedFunction(fn)     # recorded once, replayed after
     if rule is not False:
-        fn = ad_function.differentiable(rule or fn.__name__)(fn)
+        fn = ad_function.differentiable(rule or name)(fn)
 
     def lifted(*args):
         arrays = [a for a in args if isinstance(a, ArrayBase)]
         wide = builtins.any(a.Type == 'float64' for a in arrays)
         T = class_for(arrays[0], 'float64' if wide else 'float32')
         return fn(*(a if type(a) is T else T(a) for a in args))
-    lifted.__name__, lifted.__doc__ = fn.__name__, fn.__doc__
+    lifted.__name__, lifted.__doc__ = name, doc
     return componentwise(lifted, floating=True)
 
 
