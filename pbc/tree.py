@@ -6,6 +6,7 @@ Containers of JIT values implement `_pbc_children()` (their parts) and
 
 import copy
 import dataclasses
+import itertools
 
 from ._runtime import ArrayBase
 
@@ -125,7 +126,44 @@ def leaves(obj):
 def flatten(obj):
     """(arrays, build): the JIT arrays inside obj in leaves() order, and a function that
     returns a copy of obj's structure around a new list of arrays."""
-    return list(leaves(obj)), lambda new: _build(obj, iter(new))
+    return [obj] if isinstance(obj, ArrayBase) else list(leaves(obj)), _Builder(obj)
+
+
+class _Builder:
+    """flatten()'s build: plans the structure at its first call (most callers of flatten
+    only want the arrays)."""
+    __slots__ = ('obj', 'plan')
+
+    def __init__(self, obj):
+        self.obj, self.plan = obj, None
+
+    def __call__(self, new):
+        if self.plan is None:
+            self.plan = _plan(self.obj)
+        return self.plan(iter(new))
+
+
+def _plan(x):
+    """A function of an iterator that returns a copy of x's structure around the arrays it
+    yields: worked out once, as calls (one per target, per loop iteration) rebuild the
+    same structure many times. Plain tuples, lists and dicts get a specialized builder,
+    other containers the generic one."""
+    if isinstance(x, ArrayBase):
+        return next
+    t = type(x)
+    if t is tuple or t is list or t is dict:
+        values = x.values() if t is dict else x
+        subs = [_plan(v) for v in values]
+        if t is dict:
+            keys = list(x)
+            return lambda it: {k: s(it) for k, s in zip(keys, subs)}
+        if all(s is next for s in subs):          # flat: no call per element
+            n = len(subs)
+            return lambda it: t(itertools.islice(it, n))
+        return lambda it: t([s(it) for s in subs])
+    if children(x) is None:
+        return lambda it: x
+    return lambda it: _build(x, it)
 
 
 def _build(x, it):
