@@ -32,9 +32,12 @@ cdef bint has_call_mask(uint32_t start) noexcept:
     return (not mask_stack.empty() and vars[mask_stack.back()].op == OP_CALL_MASK
             and vars[mask_stack.back()].dep[0] == start)
 
+cdef enum:
+    END_WRITES = 1      # a call_end's extra: its target has side effects
+
 def call_end(uint32_t start, list outputs):
     """Closes target `start` with its output variables; returns its call_end (a new
-    reference), which has side effects if its extra field is 1."""
+    reference)."""
     if scope_stack.empty() or scope_stack.back() != start:
         raise RuntimeError('pbc: call_end of a target that is not being recorded')
     cdef vector[uint32_t] deps
@@ -45,7 +48,7 @@ def call_end(uint32_t start, list outputs):
     for x in effects:
         deps.push_back(x)
     end = var_new(OP_CALL_END, T_VOID, vars[start].size, start, 0, 0, 0, len(outputs),
-                  1 if not effects.empty() else 0, vars[start].backend)
+                  END_WRITES if not effects.empty() else 0, vars[start].backend)
     set_extra_deps(end, deps)
     scope_effects.pop_back()
     if has_call_mask(start):
@@ -57,6 +60,13 @@ def call_end(uint32_t start, list outputs):
     if not scope_stack.empty():
         scope_of[end] = scope_stack.back()
     return end
+
+def call_writes(list ends):
+    """Whether any of the targets closed by `ends` (call_ends) has side effects."""
+    for x in ends:
+        if vars[<uint32_t> x].extra == END_WRITES:
+            return True
+    return False
 
 def call_abort(uint32_t start):
     """Discards the target being recorded (after an error in it)."""
@@ -75,7 +85,7 @@ def call_site(ArrayBase selector, ArrayBase active, list ends, list types, uint3
     cdef bint effects = False
     for x in ends:
         deps.push_back(x)
-        effects |= vars[x].extra == 1
+        effects |= vars[x].extra == END_WRITES
     # literal: the number of outputs, and above them that of the arguments (for statistics)
     c = var_new(OP_CALL, T_VOID, size, selector._index, active._index, 0, 0,
                 len(types) | (<uint64_t> inputs << 32), 0, be)
@@ -118,8 +128,8 @@ cdef inline bint pure_op(uint16_t op) noexcept:
 cdef inline bint commutative(uint16_t op) noexcept:
     return OP_FLAGS[op] & OPF_COMMUTATIVE
 
-cdef int alike(uint32_t a, uint32_t sa, uint32_t b, uint32_t sb, bint ops, dict memo,
-               int depth) except -1:
+cdef int alike(uint32_t a, uint32_t sa, uint32_t b, uint32_t sb, bint ops,
+               unordered_map[uint64_t, int]& memo, int depth) except -1:
     """1 if value a of target sa is the same pure function of the same arguments, outside
     values and literals as value b of target sb (a may be b: then whether it is such a
     function at all); else 0. Gathers count as pure (callers pass `ops` only for calls
@@ -127,9 +137,10 @@ cdef int alike(uint32_t a, uint32_t sa, uint32_t b, uint32_t sb, bint ops, dict 
     side stops at the first difference."""
     if a == b and not inside_target(a, sa):
         return 1
-    key = (a, b)
-    if key in memo:
-        return memo[key]
+    cdef uint64_t key = (<uint64_t> a << 32) | b
+    it = memo.find(key)
+    if it != memo.end():
+        return deref(it).second
     cdef Var* va = &vars[a]
     cdef Var* vb = &vars[b]
     cdef int r = 0, k
@@ -164,7 +175,7 @@ def call_outputs_alike(uint32_t start, uint32_t value, list others, bint ops=Tru
     pairs) all compute the same pure function of the same arguments, outside values and
     literals (with `others` empty: whether it is such a function). Without `ops`, only
     outputs that are an argument, an outside value or a literal themselves qualify."""
-    cdef dict memo = {}
+    cdef unordered_map[uint64_t, int] memo
     if not others:
         return alike(value, start, value, start, ops, memo, 0) == 1
     for t, v in others:
@@ -175,16 +186,18 @@ def call_outputs_alike(uint32_t start, uint32_t value, list others, bint ops=Tru
 def call_hoist(uint32_t start, uint32_t root):
     """Output `root` of target `start` (accepted by call_outputs_alike) computed again
     outside the call, from the caller's values. Returns a new reference."""
-    cdef dict new = {}
-    cdef list stack = [root], pending
+    cdef unordered_map[uint32_t, uint32_t] new     # node inside -> its value outside
+    cdef vector[uint32_t] stack
     cdef uint32_t i, r, d[4]
     cdef Var* v
     cdef int k
+    cdef bint ready
+    stack.push_back(root)
     try:
-        while stack:
-            i = stack[len(stack) - 1]
-            if i in new:
-                stack.pop()
+        while not stack.empty():
+            i = stack.back()
+            if new.count(i):
+                stack.pop_back()
                 continue
             v = &vars[i]
             if v.op == OP_LITERAL or not inside_target(i, start):
@@ -196,21 +209,24 @@ def call_hoist(uint32_t start, uint32_t root):
             elif v.op == OP_CALL_MASK:             # outside, what selects lanes is the caller's
                 r = var_literal(T_BOOL, 1, 1, v.backend)
             else:
-                pending = [v.dep[k] for k in range(4) if v.dep[k] and v.dep[k] not in new]
-                if pending:
-                    stack += pending
+                ready = True
+                for k in range(4):
+                    if v.dep[k] and not new.count(v.dep[k]):
+                        stack.push_back(v.dep[k])
+                        ready = False
+                if not ready:
                     continue
                 for k in range(4):
                     d[k] = new[v.dep[k]] if v.dep[k] else 0
                 r = var_op(v.op, v.vtype, d[0], d[1], d[2], v.extra)
             new[i] = r
-            stack.pop()
+            stack.pop_back()
         r = new[root]
         inc_ext(r)
         return r
     finally:
-        for x in new.values():
-            dec_ext(x)
+        for it in new:
+            dec_ext(it.second)
 
 # ---- closure data by pointer: array attributes of the targets ---------------------------------
 # While a call target is recorded, gathers from an array attribute of the target's instance

@@ -301,6 +301,8 @@ def _symbolic(selector, active, targets, args, what):
     Bool = _runtime.class_for(selector, 'bool')
     values, sources, pointers = _closure_data(selector, targets)
     starts, ends, first, types, outs = [], [], None, None, []
+    # Literal arguments go in as they are: the target folds them (OptimizeCalls).
+    literal = [optimize and a.state == 'literal' for a in arrays]
     try:
         for (key, fn, obj), closure, mine in zip(targets, values, sources):
             start = _runtime.call_begin(key, width, selector._backend_code)
@@ -316,11 +318,10 @@ def _symbolic(selector, active, targets, args, what):
                 mask = _runtime.mask_top(Bool)
                 saved = _swap_attributes([(owner, name, read(mask))
                                           for owner, name, read in closure])
-                # Literal arguments go in as they are: the target folds them (OptimizeCalls).
                 # (Each target gets objects of its own: it may change them in place.)
-                inner = [type(a)(a) if optimize and a.state == 'literal' else
+                inner = [type(a)(a) if lit else
                          _runtime.wrap_index(type(a), _runtime.call_arg(start, a))
-                         for a in arrays]
+                         for a, lit in zip(arrays, literal)]
                 _enter(id(obj), what)
                 try:
                     r = _as_arrays(run_target(fn, build(inner), what), selector)
@@ -356,7 +357,7 @@ def _symbolic(selector, active, targets, args, what):
     finally:
         for p in pointers:
             p.release()
-    effects = any(_runtime.var_info(e)[5] for e in ends)    # (call_site takes the ends)
+    effects = _runtime.call_writes(ends)        # (before call_site takes the ends)
     ids = _runtime.call_site(selector, active, ends, [t.Type for t in types], len(arrays))
     results = [_runtime.wrap_index(t, i) for t, i in zip(types, ids)]
     if optimize:
