@@ -1,7 +1,8 @@
 """The core figures that Dr.Jit 1.5 can produce too, measured the same way by both (see
-benchmarks/compare.py): tracing cost per op, a memory-bound stream, the paper's unrolled
-loop (first call and warm), transcendental throughput. Printed by `python -m benchmarks
-core`; `python -m benchmarks.core_compare child pbc|drjit` prints one library's JSON."""
+benchmarks/compare.py): tracing cost per op and per math function call, a memory-bound
+stream, the paper's unrolled loop (first call and warm), transcendental throughput. Printed
+by `python -m benchmarks core`; `python -m benchmarks.core_compare child pbc|drjit` prints
+one library's JSON."""
 
 import time
 
@@ -11,12 +12,14 @@ N_STREAM = 50_000_000
 N_LOOP = 10_000_000
 N_MATH = 10_000_000
 TRACE_ROUNDS = 100_000          # x 2 ops
+MATH_ROUNDS = 5_000             # x 4 library calls
 
 
 def measure(lib):
     import numpy as np
     rng = np.random.default_rng(0)
-    out = {'trace_op': _tracing(lib, rng), 'stream': _stream(lib, rng)}
+    out = {'trace_op': _tracing(lib, rng), 'trace_math': _tracing_math(lib, rng),
+           'stream': _stream(lib, rng)}
     out['loop_first'], out['loop_warm'] = _loop(lib)
     for name, lo, hi in (('sin', -10.0, 10.0), ('exp', -20.0, 20.0), ('log', 1e-3, 1e3)):
         out[name] = _function(lib, getattr(lib, name), rng.uniform(lo, hi, N_MATH))
@@ -34,6 +37,23 @@ def _tracing(lib, rng):
         for _ in range(TRACE_ROUNDS):
             y = y * a + b
         return (time.perf_counter() - t0) / (2 * TRACE_ROUNDS)
+    trace()
+    return min(trace() for _ in range(3))
+
+
+def _tracing_math(lib, rng):
+    """Seconds per traced call of sin, exp, log and atan2, each on the last one's result
+    (best of 3)."""
+    a, x = (lib.Float(rng.uniform(0.5, 1, 1000).astype('float32')) for _ in range(2))
+    lib.eval(a, x)
+    m = lib.m
+
+    def trace():
+        y = x
+        t0 = time.perf_counter()
+        for _ in range(MATH_ROUNDS):
+            y = m.atan2(m.log(m.exp(m.sin(y))), a)
+        return (time.perf_counter() - t0) / (4 * MATH_ROUNDS)
     trace()
     return min(trace() for _ in range(3))
 
@@ -75,6 +95,7 @@ def _function(lib, fn, values):
 
 
 ROWS = [('trace_op', 'tracing per op, x = x*a + b (best of 3)', 'ns', 1e9),
+        ('trace_math', 'tracing per call of sin, exp, log, atan2 (best of 3)', 'us', 1e6),
         ('stream', 'stream z = 2.5 x + y, 5e7 floats, warm', 'ms', 1e3),
         ('loop_first', 'unrolled loop (x+1)^x K=100, 1e7 lanes, first call', 'ms', 1e3),
         ('loop_warm', '  same, warm', 'ms', 1e3),
