@@ -1,7 +1,8 @@
 """pbc benchmarks: `python -m benchmarks NAME` runs benchmarks/NAME.py's main().
 
 Shared helpers: one labelled figure per line, and running a measurement in a fresh
-process with an empty kernel cache (first-call figures)."""
+process with an empty kernel cache (first-call figures), alternating between the systems
+compared."""
 
 import json
 import os
@@ -60,3 +61,26 @@ def run_child(module, *args, env=None):
         lines = (res.stderr.strip() or res.stdout.strip() or '?').splitlines()
         return {'error': lines[-1]}
     return json.loads(res.stdout.strip().splitlines()[-1])
+
+
+ROUNDS = int(os.environ.get('PBC_BENCH_ROUNDS', '3'))
+
+
+def best_of_rounds(children, rounds=ROUNDS):
+    """{name: figures} for children {name: (module, args, env)}: each runs `rounds` times
+    (run_child), in turn with the others, so that the slow spells of a shared host fall
+    on all of them alike; each time (a float) is the best of its rounds, anything else
+    comes from the first round. A child that fails gives {'error': message}."""
+    best = {}
+    for _ in range(rounds):
+        for name, (module, args, env) in children.items():
+            if 'error' in best.get(name, {}):
+                continue
+            r = run_child(module, *args, env=env)
+            if name not in best or 'error' in r:
+                best[name] = r
+                continue
+            for key, value in r.items():
+                if isinstance(value, float) and isinstance(best[name].get(key), float):
+                    best[name][key] = min(best[name][key], value)
+    return best

@@ -11,7 +11,7 @@ import json
 import os
 import sys
 
-from benchmarks import ROOT, row, run_child
+from benchmarks import ROOT, best_of_rounds, row
 
 LLVM19 = '/usr/lib/x86_64-linux-gnu/libLLVM.so.19.1'
 LIBS = ('pbc', 'drjit')
@@ -102,10 +102,11 @@ def child_main(measure, ad=False):
 
 
 def side_by_side(module):
-    """{'pbc': figures, 'drjit 1.5': figures or {'error': why}}, each from a fresh
-    process (Dr.Jit's with DRJIT_LIBLLVM_PATH set if it was not)."""
+    """{'pbc': figures, 'drjit 1.5': figures or {'error': why}}, the best of alternating
+    fresh processes (Dr.Jit's with DRJIT_LIBLLVM_PATH set if it was not)."""
     os.environ.setdefault('DRJIT_LIBLLVM_PATH', LLVM19)
-    return {'pbc': run_child(module, 'pbc'), 'drjit 1.5': run_child(module, 'drjit')}
+    return best_of_rounds({'pbc': (module, ('pbc',), None),
+                           'drjit 1.5': (module, ('drjit',), None)})
 
 
 def print_rows(results, rows):

@@ -10,9 +10,10 @@ target).
 
     python -m benchmarks dispatch
 
-Every pbc and Dr.Jit figure comes from a fresh process with an empty kernel cache
-("first": trace + compile + run, after the process's one-time LLVM setup) and the best of 3
-repeated calls ("warm"). Prints one labelled figure per line; asserts nothing.
+Every pbc and Dr.Jit figure comes from fresh processes with an empty kernel cache
+("first": trace + compile + run, after the process's one-time LLVM setup; "warm": the best
+of 3 repeated calls), the best of PBC_BENCH_ROUNDS (3) rounds that alternate between the
+systems. Prints one labelled figure per line; asserts nothing.
 """
 
 import json
@@ -22,7 +23,7 @@ import time
 
 import numpy as np
 
-from benchmarks import cpu_model, row, run_child
+from benchmarks import best_of_rounds, cpu_model, row
 from benchmarks.compare import LLVM19, drjit_first_and_warm
 
 N = 1_000_000
@@ -136,8 +137,9 @@ def main():
                 libs = [('pbc', 'pbc', None), ('drjit', 'Dr.Jit', None)]
                 if mode == 'symbolic' and m > 1:
                     libs.insert(1, ('pbc', 'inline', {'PBC_INLINE_CALLS': '1'}))
-                for lib, name, env in libs:
-                    r = run_child('dispatch', mode, variant, str(m), lib, env=env)
+                runs = best_of_rounds({name: ('dispatch', (mode, variant, str(m), lib), env)
+                                       for lib, name, env in libs})
+                for name, r in runs.items():
                     if 'error' in r:
                         row(f'{label} {name}', r['error'][:60])
                         continue
