@@ -279,6 +279,12 @@ def _single(selector, active, target, args, what):
         _runtime.mask_pop()
         _active_calls.pop()
     leaves, build = flatten(r)
+    _check_results(leaves, width, what)
+    return build([select(lanes, x, zeros(type(x))) for x in leaves])
+
+
+def _check_results(leaves, width, what):
+    """A target's result arrays must be initialized and one lane or the call's width."""
     for x in leaves:
         if x.index == 0:
             raise StateError(f"pbc: {what}: field 'result' is uninitialized (a target returns "
@@ -286,7 +292,6 @@ def _single(selector, active, target, args, what):
         if len(x) not in (1, width):
             raise SizeError(f'pbc: a target of {what} returns an array of width {len(x)} for '
                             f'a call of width {width}')
-    return build([select(lanes, x, zeros(type(x))) for x in leaves])
 
 
 def _call_method(name, mask_at, obj, *args, **kwargs):
@@ -362,13 +367,7 @@ def _symbolic(selector, active, targets, args, what):
                     why = mismatch(r, first, 'result')
                     if why:
                         raise StateError(f'pbc: the targets of {what} disagree: {why}')
-                for x in leaves:
-                    if x.index == 0:
-                        raise StateError(f"pbc: {what}: field 'result' is uninitialized (a "
-                                         'target returns an empty array)')
-                    if len(x) not in (1, width):
-                        raise SizeError(f'pbc: a target of {what} returns an array of width '
-                                        f'{len(x)} for a call of width {width}')
+                _check_results(leaves, width, what)
             except BaseException:
                 _runtime.call_abort(start)
                 raise

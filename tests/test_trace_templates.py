@@ -121,23 +121,31 @@ def test_exceptions_come_from_the_real_call():
     np.testing.assert_array_equal(f(Float(1, 2), Float(3, 4)).numpy(), [4, 6])
 
 
-def test_replay_inside_symbolic_loops_and_calls():
+def test_recorded_and_replayed_inside_symbolic_loops_and_calls():
+    # Fresh functions, so that the first call (the recording) happens inside a loop body
+    # and inside a call target, and later calls replay outside them and inside.
+    step = _runtime.TracedFunction(lambda v: pbc.sin(v) + pbc.exp(v * 0.1))
+    shift = _runtime.TracedFunction(lambda v: pbc.log(v + 2) * 0.5)
+
     @pbc.syntax
     def loop(x, n):
         i = UInt32(0)
         while i < n:
-            x = pbc.sin(x) + pbc.exp(x * 0.1)
+            x = step(x)
             i += 1
         return x
 
     x = Float(np.linspace(-1, 1, 7, dtype=np.float32))
-    want = x.numpy().astype(np.float64)
+    xs = x.numpy().astype(np.float64)
+    want = xs
     for _ in range(3):
         want = np.sin(want) + np.exp(want * 0.1)
     np.testing.assert_allclose(loop(x, UInt32(3)).numpy(), want, rtol=1e-5)
-    np.testing.assert_allclose((pbc.sin(x) + pbc.exp(x * 0.1)).numpy(),
-                               np.sin(x.numpy()) + np.exp(x.numpy() * 0.1), rtol=1e-6)
-    r = pbc.switch(UInt32(0, 1, 0, 1, 1, 0, 0), [pbc.log, pbc.exp], x + 2)
-    np.testing.assert_allclose(r.numpy(), np.where([0, 1, 0, 1, 1, 0, 0],
-                                                   np.exp(x.numpy() + 2),
-                                                   np.log(x.numpy() + 2)), rtol=1e-6)
+    np.testing.assert_allclose(step(x).numpy(), np.sin(xs) + np.exp(xs * 0.1), rtol=1e-6)
+    sel = [0, 1, 0, 1, 1, 0, 0]
+    for _ in range(2):
+        r = pbc.switch(UInt32(sel), [shift, step], x)
+        np.testing.assert_allclose(r.numpy(), np.where(sel, np.sin(xs) + np.exp(xs * 0.1),
+                                                       np.log(xs + 2) * 0.5), rtol=1e-6)
+    np.testing.assert_allclose(shift(x).numpy(), np.log(xs + 2) * 0.5, rtol=1e-6)
+    assert all(why is None for f in (step, shift) for why in f.signatures().values())
