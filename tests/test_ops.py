@@ -236,3 +236,17 @@ def test_python_ints_round_once_to_float32():
     v = 2**60 + 2**36 + 1            # via double it would round twice, to 2**60
     assert Float(v)[0] == 2.0**60 + 2**37 and (Float(1.0) * v)[0] == 2.0**60 + 2**37
     assert Float(-v)[0] == -(2.0**60 + 2**37) and Float(2**200)[0] == np.inf
+
+
+@pytest.mark.parametrize('t', INTS)
+def test_shifts_by_literal_amounts(t):
+    # A literal amount below the bit width compiles to a bare shift, others to the guarded
+    # form (0, or the sign for arithmetic right shifts): both as NumPy says.
+    rng = np.random.default_rng(5)
+    a = sample(t, N, rng)
+    n = np.dtype(t).itemsize * 8
+    for amount in (0, 1, n - 1, n, n + 5, 2 ** 31 + 1):
+        k = np.full(N, amount, dtype=np.uint64).astype(t)
+        x = flat(t, a)
+        assert_same(as_numpy(x << int(k[0])), shl(a, k), f'{t} << {amount}')
+        assert_same(as_numpy(x >> int(k[0])), shr(a, k), f'{t} >> {amount}')

@@ -44,6 +44,9 @@ _FLOAT_BITS = ('{r}.a = bitcast {T} {a} to {I}\n{r}.b = bitcast {T} {b} to {I}\n
 _SHIFT = ('{r}.big = icmp uge {T} {b}, {nbits}\n{r}.p = {op} {T} {a}, {b}\n'
           '{r}.s = freeze {T} {r}.p\n'
           '{r} = select {M} {r}.big, {T} zeroinitializer, {T} {r}.s')
+# A shift by a literal below the bit width needs none of that.
+SHIFT_BY_LITERAL = {'shl': {'i': '{r} = shl {T} {a}, {b}'},
+                    'shr': {'u': '{r} = lshr {T} {a}, {b}', 'i': '{r} = ashr {T} {a}, {b}'}}
 _MULHI = ('{r}.a = {ext} {T} {a} to {T2}\n{r}.b = {ext} {T} {b} to {T2}\n'
           '{r}.p = mul {T2} {r}.a, {r}.b\n{r}.h = lshr {T2} {r}.p, {shift2}\n'
           '{r} = trunc {T2} {r}.h to {T}')
@@ -181,15 +184,15 @@ class _Renderer:
         return 'zeroinitializer' if bits == 0 else self.splat(SCALAR[tname],
                                                               scalar_constant(tname, bits))
 
-    def specialize(self, op, kind_type, scalar=False):
+    def specialize(self, op, kind_type, scalar=False, templates=TEMPLATES):
         """The template of `op` for one operand type (vector, or scalar for uniform values),
         with everything type-dependent filled in (once per kernel and type): what is left
         are the fields {r} {a} {b} {c}."""
-        key = (op, kind_type, scalar)
+        key = (op, kind_type, scalar, templates is TEMPLATES)
         body = self.specialized.get(key)
         if body is None:
             kind = KIND[kind_type]
-            table = TEMPLATES[op]
+            table = templates[op]
             tmpl = table.get(kind) or (table.get('i') if kind == 'u' else None)
             if tmpl is None:
                 raise TypeError(f"LLVM backend: no '{op}' for {kind_type}")
@@ -208,6 +211,11 @@ class _Renderer:
         self.entry.append(f'  {name}.0 = insertelement {self.vec(s)} poison, {s} {scalar}, i64 0')
         self.entry.append(f'  {name} = shufflevector {self.vec(s)} {name}.0, {self.vec(s)} '
                           f'poison, <{self.W} x i32> zeroinitializer')
+
+    def literal_below_width(self, reg, type_):
+        """Whether instruction `reg` is a literal smaller than the bit width of type_."""
+        ins = self.k.instrs[reg]
+        return ins.op == 'literal' and ins.literal < BYTES[SCALAR[type_]] * 8
 
     def type_fields(self, kind_type):
         """Template fields that depend only on the operand type (computed once per type)."""
@@ -275,7 +283,10 @@ class _Renderer:
             uniform = reg in k.uniform
             names = self.snames if uniform else self.names
             args = ins.args
-            self.body.append(self.specialize(ins.op, kt, uniform).format(
+            templates = TEMPLATES
+            if ins.op in SHIFT_BY_LITERAL and self.literal_below_width(args[1], ins.type):
+                templates = SHIFT_BY_LITERAL
+            self.body.append(self.specialize(ins.op, kt, uniform, templates).format(
                 r=r + '.s' if uniform else r, a=names[args[0]],
                 b=names[args[1]] if len(args) > 1 else '',
                 c=names[args[2]] if len(args) > 2 else ''))
