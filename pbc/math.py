@@ -423,7 +423,7 @@ def _exp(x, shift=0):
     n = round(x * k.log2e)
     r = fma(n, -k.ln2[0], x)                            # exact (see the module docstring)
     r = fma(n, -k.ln2[1], r)
-    return _scale(_exp_kernel(r), n + shift)
+    return _scale(_exp_kernel(r), n + shift if shift else n)
 
 
 def _exp2_64(hi, lo=0.0):
