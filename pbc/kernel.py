@@ -276,11 +276,18 @@ def _merge_targets(records, order):
         for end in r[4][2:]:
             start = records[end][4][0]
             blocks.append((start, order[index[start]:index[end] + 1]))
-        # Only code of equal length can be the same: compare just those in full.
-        lengths = Counter(len(block) for _, block in blocks)
+        # Only code of equal length reading the same values from outside can be the same:
+        # compare just those in full. (Distinct targets mostly differ in the constants
+        # they read, literals made outside them.)
+        prints = []
+        for _, block in blocks:
+            inside = set(block)
+            prints.append((len(block), tuple(d if d in index else -1 for p in block
+                                             for d in records[p][4] if d not in inside)))
+        alike = Counter(prints)
         seen = {}
-        for start, block in blocks:
-            if lengths[len(block)] == 1:
+        for (start, block), fingerprint in zip(blocks, prints):
+            if alike[fingerprint] == 1:
                 continue
             local = {p: i for i, p in enumerate(block)}
             # (literals count, but not a target's key nor a loop's serial number)
@@ -420,8 +427,9 @@ def _find_sharing(k):
         if not open_:
             continue
         start = open_[0][1]                      # structure relative to the outermost target
+        # (caller values as ~register, negative; operands inside by their structure)
         key = (op, ins.type, ins.literal, ins.extra,
-               tuple(('o', a) if a < start else shape.get(a, ('r', a)) for a in ins.args))
+               tuple(~a if a < start else shape.get(a, ('r', a)) for a in ins.args))
         number = shape[reg] = numbers.setdefault(key, len(numbers))
         for n, _ in open_:
             k.calls[n].size += 1
