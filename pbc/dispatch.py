@@ -258,29 +258,7 @@ def _call(selector, targets, args, mode, what, mask=None):
     active = selector != 0 if outer is None else (selector != 0) & outer
     if mode == 'evaluated' and not _runtime.recording_depth():
         return _evaluated(selector, active, targets, args, what)
-    if len(targets) == 1 and flag(JitFlag.OptimizeCalls):
-        return _single(selector, active, targets[0], args, what)
     return _symbolic(selector, active, targets, args, what)
-
-
-def _single(selector, active, target, args, what):
-    """A call of one target: its code runs on the lanes that select it as a branch of a
-    symbolic conditional does (side effects masked), and the other lanes get zeros. The
-    same as a symbolic call whose outputs are devirtualized, without recording a call only
-    to find that (OptimizeCalls)."""
-    key, fn, obj = target
-    width = len(selector)
-    lanes = _calling(selector, active, [target])
-    _enter(id(obj), what)
-    _runtime.mask_push(lanes)
-    try:
-        r = _as_arrays(run_target(fn, working_copy(args), what), selector)
-    finally:
-        _runtime.mask_pop()
-        _active_calls.pop()
-    leaves, build = flatten(r)
-    _check_results(leaves, width, what)
-    return build([select(lanes, x, zeros(type(x))) for x in leaves])
 
 
 def _check_results(leaves, width, what):
