@@ -246,8 +246,9 @@ def _call(selector, targets, args, mode, what, mask=None):
         if isinstance(mask, ArrayBase) and mask.Type != 'bool':
             raise TypeError(f'pbc: {what}: the mask must be a Bool array')
         selector = select(mask, selector, 0)        # masked lanes call nothing
-    width = max([len(selector)] + [len(a) for a in flatten(args)[0]])
-    for a in flatten(args)[0]:
+    flat = flatten(args)
+    width = max([len(selector)] + [len(a) for a in flat[0]])
+    for a in flat[0]:
         if len(a) not in (1, width):
             raise SizeError(f'pbc: {what}: some of the call arguments have incompatible sizes '
                             f'(encountered arrays of length {width} and {len(a)})')
@@ -258,7 +259,7 @@ def _call(selector, targets, args, mode, what, mask=None):
     active = selector != 0 if outer is None else (selector != 0) & outer
     if mode == 'evaluated' and not _runtime.recording_depth():
         return _evaluated(selector, active, targets, args, what)
-    return _symbolic(selector, active, targets, args, what)
+    return _symbolic(selector, active, targets, flat, what)
 
 
 def _check_results(leaves, width, what):
@@ -303,11 +304,11 @@ def _enter(key, what):
     _active_calls.append((key, what))
 
 
-def _symbolic(selector, active, targets, args, what):
+def _symbolic(selector, active, targets, flat, what):
     """Records every target once, in a scope of its own; the kernel runs each target only
-    for the lanes (and vectors) that select it."""
+    for the lanes (and vectors) that select it. (flat: flatten() of the arguments.)"""
     width = len(selector)
-    arrays, build = flatten(args)
+    arrays, build = flat
     optimize = flag(JitFlag.OptimizeCalls)
     Bool = _runtime.class_for(selector, 'bool')
     values, sources, pointers = _closure_data(selector, targets)

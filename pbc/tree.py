@@ -126,7 +126,32 @@ def leaves(obj):
 def flatten(obj):
     """(arrays, build): the JIT arrays inside obj in leaves() order, and a function that
     returns a copy of obj's structure around a new list of arrays."""
-    return [obj] if isinstance(obj, ArrayBase) else list(leaves(obj)), _Builder(obj)
+    arrays = []
+    if not _plain_leaves(obj, arrays, PLAIN_DEPTH):
+        arrays = list(leaves(obj))
+    return arrays, _Builder(obj)
+
+
+PLAIN_DEPTH = 4
+_NO_ARRAYS = frozenset((bool, int, float, complex, str))
+
+
+def _plain_leaves(x, out, depth):
+    """Appends the arrays of x to out where x is an array or nests plain tuples, lists and
+    dicts of arrays and Python scalars only `depth` deep (a call's arguments, a loop's
+    state): leaves() is the general walk. False (out then incomplete) for anything else."""
+    if isinstance(x, ArrayBase):
+        out.append(x)
+        return True
+    t = type(x)
+    if t in _NO_ARRAYS or x is None:
+        return True
+    if depth == 0 or not (t is tuple or t is list or t is dict):
+        return False
+    for v in (x.values() if t is dict else x):
+        if not _plain_leaves(v, out, depth - 1):
+            return False
+    return True
 
 
 class _Builder:

@@ -237,3 +237,31 @@ def test_flat_array_classes_may_not_override_operators():
         _runtime.register_class(0, _runtime.TYPE_NAMES.index('float32'), Overriding)
     x = Float([1, 2]) + Float([3, 4])
     assert type(x) is Float and x.numpy().tolist() == [4, 6]
+
+
+def test_flatten_and_build_agree_with_the_general_walk():
+    # flatten() takes a shortcut through plain tuples, lists and dicts (a call's arguments)
+    # and plans build() once: both must give leaves()'s order and the same structure back.
+    from dataclasses import dataclass
+
+    from pbc.tree import flatten, leaves
+
+    @dataclass
+    class Pair:
+        a: object
+        b: object
+
+    a, b, c, d = Float(1), Float(2), UInt32(3), Float(4)
+    cyclic = [a]
+    cyclic.append(cyclic)
+    for obj in [((a, b), {}), (a, 2.0, 'x', None, [b, {'k': c}]), [[[[[a]]]], b],
+                (Pair(a, (b, c)), d), {'p': Pair([a], 1), 'q': (b,)}, a, ()]:
+        arrays, build = flatten(obj)
+        assert [x.index for x in arrays] == [x.index for x in leaves(obj)]
+        new = [type(x)(x) + 1 for x in arrays]
+        for _ in range(2):                      # (the plan is made once, used twice)
+            rebuilt = build(new)
+            assert [x.index for x in flatten(rebuilt)[0]] == [x.index for x in new]
+            assert type(rebuilt) is type(obj)
+    with pytest.raises(RuntimeError, match='contains itself'):
+        flatten(cyclic)
