@@ -125,7 +125,7 @@ class StaticArray:
     @classmethod
     def _from(cls, items):
         out = object.__new__(cls)
-        object.__setattr__(out, '_items', tuple(items))
+        _set_items(out, tuple(items))
         return out
 
     def _pbc_children(self):
@@ -204,18 +204,32 @@ class StaticArray:
         return shape(self)
 
     # ---- componentwise operators ----
+    # (The commonest operands, a vector of the same class and a Python number, take a
+    # short path: these operators are most of the tracing time of vector code.)
     def _map2(self, other, fn, reflected=False):
-        if not isinstance(other, (StaticArray,) + OPERANDS):
+        t = type(other)
+        if t is type(self):
+            pairs = zip(other._items, self._items) if reflected else \
+                zip(self._items, other._items)
+        elif t is float or t is int:
+            pairs = ((other, a) for a in self._items) if reflected else \
+                ((a, other) for a in self._items)
+        elif not isinstance(other, (StaticArray,) + OPERANDS):
             return NotImplemented
-        n = self.Size
-        pairs = zip(_components(other, n), self._items) if reflected else \
-            zip(self._items, _components(other, n))
-        items = [fn(a, b) for a, b in pairs]
-        return vector_type(n, type(items[0]))._from(items)
+        else:
+            n = self.Size
+            pairs = zip(_components(other, n), self._items) if reflected else \
+                zip(self._items, _components(other, n))
+        return self._result([fn(a, b) for a, b in pairs])
 
     def _map1(self, fn):
-        items = [fn(a) for a in self._items]
-        return vector_type(self.Size, type(items[0]))._from(items)
+        return self._result([fn(a) for a in self._items])
+
+    def _result(self, items):
+        """The vector (of the size and component type) of these items."""
+        out = object.__new__(_VECTORS[self.Size, type(items[0])])
+        _set_items(out, tuple(items))
+        return out
 
     _inplace = _update_in_place
 
@@ -246,6 +260,7 @@ class StaticArray:
     __repr__ = array_repr
 
 
+_set_items = StaticArray._items.__set__     # (StaticArray.__setattr__ handles swizzles)
 _SWIZZLE = {'x': 0, 'y': 1, 'z': 2, 'w': 3}
 _BINARY = {'add': operator.add, 'sub': operator.sub, 'mul': operator.mul,
            'truediv': operator.truediv, 'floordiv': operator.floordiv, 'mod': operator.mod,

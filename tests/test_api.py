@@ -7,6 +7,7 @@ import pytest
 import pbc
 from pbc.llvm import (
     Array2i,
+    Array3b,
     Array3f,
     Array4f,
     Bool,
@@ -214,3 +215,21 @@ def test_kernels_run_in_a_forked_child():
 
 def _sum_in_child(n):
     return float(pbc.sum(pbc.arange(Float64, n) * 3)[0])
+
+
+def test_vector_operators_for_every_kind_of_operand():
+    # The operators take short paths for a vector of the same class and for Python numbers:
+    # order (reflected forms), result classes and values must be those of the general path.
+    v, w = Array3f(1, 2, 3), Array3f(4, 5, 6)
+    a = np.array([[1], [2], [3]], dtype=np.float32)
+    b = np.array([[4], [5], [6]], dtype=np.float32)
+    cases = [(v - w, a - b), (w / v, b / a), (v - 2, a - 2), (2 - v, 2 - a),
+             (v / 2.0, a / 2), (2.0 / v, 2 / a), (v - [1, 0, 1], a - [[1], [0], [1]]),
+             ([1, 0, 1] - v, [[1], [0], [1]] - a), (v - Float(1), a - 1), (Float(1) - v, 1 - a),
+             (-v, -a), (v ** 2, a ** 2)]
+    for got, want in cases:
+        assert type(got) is Array3f
+        assert np.allclose(got.numpy(), want)
+    less = v < w
+    assert type(less) is Array3b and less.numpy().all()
+    assert type(v * Float(2)) is Array3f and type(v + Int(1)) is Array3f
