@@ -1,8 +1,8 @@
 """The core figures that Dr.Jit 1.5 can produce too, measured the same way by both (see
-benchmarks/compare.py): tracing cost per op and per math function call, a memory-bound
-stream, the paper's unrolled loop (first call and warm), transcendental throughput. Printed
-by `python -m benchmarks core`; `python -m benchmarks.core_compare child pbc|drjit` prints
-one library's JSON."""
+benchmarks/compare.py): tracing cost per op, per math function call and of vector code, a
+memory-bound stream, the paper's unrolled loop (first call and warm), transcendental
+throughput. Printed by `python -m benchmarks core`; `python -m benchmarks.core_compare
+child pbc|drjit` prints one library's JSON."""
 
 import time
 
@@ -13,13 +13,14 @@ N_LOOP = 10_000_000
 N_MATH = 10_000_000
 TRACE_ROUNDS = 100_000          # x 2 ops
 MATH_ROUNDS = 5_000             # x 4 library calls
+VECTOR_ROUNDS = 5_000           # x 1 expression of 3-vectors
 
 
 def measure(lib):
     import numpy as np
     rng = np.random.default_rng(0)
     out = {'trace_op': _tracing(lib, rng), 'trace_math': _tracing_math(lib, rng),
-           'stream': _stream(lib, rng)}
+           'trace_vector': _tracing_vector(lib, rng), 'stream': _stream(lib, rng)}
     out['loop_first'], out['loop_warm'] = _loop(lib)
     for name, lo, hi in (('sin', -10.0, 10.0), ('exp', -20.0, 20.0), ('log', 1e-3, 1e3)):
         out[name] = _function(lib, getattr(lib, name), rng.uniform(lo, hi, N_MATH))
@@ -54,6 +55,25 @@ def _tracing_math(lib, rng):
         for _ in range(MATH_ROUNDS):
             y = m.atan2(m.log(m.exp(m.sin(y))), a)
         return (time.perf_counter() - t0) / (4 * MATH_ROUNDS)
+    trace()
+    return min(trace() for _ in range(3))
+
+
+def _tracing_vector(lib, rng):
+    """Seconds per traced v = normalize(cross(v, w) + v * 0.5) on 3-vectors (best of 3):
+    the kind of code a renderer is made of."""
+    m = lib.m
+    Array3f = m.llvm.Array3f
+    v, w = (Array3f(*(lib.Float(rng.uniform(0.5, 1, 1000).astype('float32'))
+                      for _ in range(3))) for _ in range(2))
+    lib.eval(v, w)
+
+    def trace():
+        y = v
+        t0 = time.perf_counter()
+        for _ in range(VECTOR_ROUNDS):
+            y = m.normalize(m.cross(y, w) + y * 0.5)
+        return (time.perf_counter() - t0) / VECTOR_ROUNDS
     trace()
     return min(trace() for _ in range(3))
 
@@ -96,6 +116,7 @@ def _function(lib, fn, values):
 
 ROWS = [('trace_op', 'tracing per op, x = x*a + b (best of 3)', 'ns', 1e9),
         ('trace_math', 'tracing per call of sin, exp, log, atan2 (best of 3)', 'us', 1e6),
+        ('trace_vector', 'tracing normalize(cross(v, w) + v * 0.5), 3-vectors', 'us', 1e6),
         ('stream', 'stream z = 2.5 x + y, 5e7 floats, warm', 'ms', 1e3),
         ('loop_first', 'unrolled loop (x+1)^x K=100, 1e7 lanes, first call', 'ms', 1e3),
         ('loop_warm', '  same, warm', 'ms', 1e3),

@@ -465,7 +465,8 @@ def dot(a, b):
         pa, pb = _components(a, vec.Size), _components(b, vec.Size)
         acc = pa[0] * pb[0]
         for x, y in zip(pa[1:], pb[1:]):
-            acc = fma(x, y, acc)
+            same = isinstance(x, ArrayBase) and type(acc) is type(x) is type(y)
+            acc = op_fma(x, y, acc) if same else fma(x, y, acc)
         return acc
     if isinstance(a, ArrayBase) or isinstance(b, ArrayBase):
         from .reductions import sum as _sum
@@ -492,8 +493,9 @@ def normalize(v):
 def cross(a, b):
     if a.Size != 3 or b.Size != 3:
         raise ValueError('pbc.cross: needs 3D vectors')
-    return type(a)(fma(a.y, b.z, -(a.z * b.y)), fma(a.z, b.x, -(a.x * b.z)),
-                   fma(a.x, b.y, -(a.y * b.x)))
+    (ax, ay, az), (bx, by, bz) = a, b
+    return type(a)._from([fma(ay, bz, -(az * by)), fma(az, bx, -(ax * bz)),
+                          fma(ax, by, -(ay * bx))])
 
 
 # ---- horizontal (the reductions are in reductions.py) -------------------------------

@@ -233,3 +233,15 @@ def test_vector_operators_for_every_kind_of_operand():
     less = v < w
     assert type(less) is Array3b and less.numpy().all()
     assert type(v * Float(2)) is Array3f and type(v + Int(1)) is Array3f
+
+
+def test_cross_dot_and_normalize_against_numpy():
+    rng = np.random.default_rng(3)
+    a, b = rng.normal(size=(3, 9)).astype(np.float32), rng.normal(size=(3, 9)).astype(np.float32)
+    u, v = Array3f(a), Array3f(b)
+    c = pbc.cross(u, v)
+    assert type(c) is Array3f
+    np.testing.assert_allclose(c.numpy(), np.cross(a.T, b.T).T, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(pbc.dot(u, v).numpy(), (a * b).sum(0), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(pbc.normalize(u).numpy(), a / np.linalg.norm(a, axis=0),
+                               rtol=1e-5, atol=1e-6)
