@@ -15,9 +15,9 @@
 # holds: its arguments' classes, which ones have one lane, the values of those that are
 # literals, and the JIT flags; and where it makes its nodes only with var_op (pure
 # elementwise code: no memory, no side effects). Arguments that are empty, carry
-# derivatives or are the same variable twice run the function as it is; so does a function whose trace reads
-# a variable that is neither an argument, the result of one of its own ops, nor a one-lane
-# literal (module-level arrays, counters, gathers from memory).
+# derivatives or are the same variable twice run the function as it is; so does a
+# function whose trace reads a variable that is neither an argument, the result of one of
+# its own ops, nor a one-lane literal (module-level arrays, counters, gathers from memory).
 
 cdef struct TemplateStep:
     uint16_t op
