@@ -27,55 +27,43 @@ def measure(lib):
     return out
 
 
-def _tracing(lib, rng):
-    """Seconds per traced op of x = x*a + b (best of 3)."""
-    a, b, x = (lib.Float(rng.uniform(0, 1, 1000).astype('float32')) for _ in range(3))
-    lib.eval(a, b, x)
-
+def _trace_time(step, start, rounds, per_step):
+    """Seconds per traced op of `rounds` times y = step(y) from `start`, `per_step` ops
+    (or calls) each: the best of 3, after one untimed pass."""
     def trace():
-        y = x
+        y = start
         t0 = time.perf_counter()
-        for _ in range(TRACE_ROUNDS):
-            y = y * a + b
-        return (time.perf_counter() - t0) / (2 * TRACE_ROUNDS)
+        for _ in range(rounds):
+            y = step(y)
+        return (time.perf_counter() - t0) / (per_step * rounds)
     trace()
     return min(trace() for _ in range(3))
+
+
+def _tracing(lib, rng):
+    """Seconds per traced op of x = x*a + b."""
+    a, b, x = (lib.Float(rng.uniform(0, 1, 1000).astype('float32')) for _ in range(3))
+    lib.eval(a, b, x)
+    return _trace_time(lambda y: y * a + b, x, TRACE_ROUNDS, 2)
 
 
 def _tracing_math(lib, rng):
-    """Seconds per traced call of sin, exp, log and atan2, each on the last one's result
-    (best of 3)."""
+    """Seconds per traced call of sin, exp, log and atan2, each on the last one's result."""
     a, x = (lib.Float(rng.uniform(0.5, 1, 1000).astype('float32')) for _ in range(2))
     lib.eval(a, x)
     m = lib.m
-
-    def trace():
-        y = x
-        t0 = time.perf_counter()
-        for _ in range(MATH_ROUNDS):
-            y = m.atan2(m.log(m.exp(m.sin(y))), a)
-        return (time.perf_counter() - t0) / (4 * MATH_ROUNDS)
-    trace()
-    return min(trace() for _ in range(3))
+    return _trace_time(lambda y: m.atan2(m.log(m.exp(m.sin(y))), a), x, MATH_ROUNDS, 4)
 
 
 def _tracing_vector(lib, rng):
-    """Seconds per traced v = normalize(cross(v, w) + v * 0.5) on 3-vectors (best of 3):
-    the kind of code a renderer is made of."""
+    """Seconds per traced v = normalize(cross(v, w) + v * 0.5) on 3-vectors: the kind of
+    code a renderer is made of."""
     m = lib.m
     Array3f = m.llvm.Array3f
     v, w = (Array3f(*(lib.Float(rng.uniform(0.5, 1, 1000).astype('float32'))
                       for _ in range(3))) for _ in range(2))
     lib.eval(v, w)
-
-    def trace():
-        y = v
-        t0 = time.perf_counter()
-        for _ in range(VECTOR_ROUNDS):
-            y = m.normalize(m.cross(y, w) + y * 0.5)
-        return (time.perf_counter() - t0) / VECTOR_ROUNDS
-    trace()
-    return min(trace() for _ in range(3))
+    return _trace_time(lambda y: m.normalize(m.cross(y, w) + y * 0.5), v, VECTOR_ROUNDS, 1)
 
 
 def _stream(lib, rng):
