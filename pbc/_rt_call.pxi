@@ -82,10 +82,9 @@ def call_site(ArrayBase selector, ArrayBase active, list ends, list types, uint3
     cdef uint32_t c, x, r
     cdef uint32_t size = vars[selector._index].size
     cdef uint8_t be = selector._backend
-    cdef bint effects = False
+    cdef bint effects = call_writes(ends)
     for x in ends:
         deps.push_back(x)
-        effects |= vars[x].extra == END_WRITES
     # literal: the number of outputs, and above them that of the arguments (for statistics)
     c = var_new(OP_CALL, T_VOID, size, selector._index, active._index, 0, 0,
                 len(types) | (<uint64_t> inputs << 32), 0, be)

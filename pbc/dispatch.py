@@ -527,7 +527,7 @@ def _as_arrays(r, like):
 
 def _evaluated(selector, active, targets, args, what):
     Bool = _runtime.class_for(selector, 'bool')
-    width = max([len(selector)] + [len(a) for a in flatten(args)[0]])
+    width = len(selector)                 # (_call made it as wide as the arguments)
     # The lanes of every target, in one partition pass over the (evaluated) selector.
     groups = _runtime.partition(select(active, selector, 0), [key for key, _, _ in targets])
     out = None
