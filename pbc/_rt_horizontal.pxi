@@ -303,7 +303,7 @@ ctypedef struct PJob:
     int nkeys
     int32_t* table             # slot of key - keys[0], or -1 (NULL: keys too spread out)
     uint32_t tsize
-    int64_t* count             # [block * nkeys + slot]: lanes, then write offsets
+    int64_t* count             # [part * nkeys + slot]: lanes, then write offsets
     uint32_t** out             # one index buffer per key
 
 cdef inline int key_slot(PJob* job, uint32_t key) noexcept nogil:
@@ -322,90 +322,145 @@ cdef inline int key_slot(PJob* job, uint32_t key) noexcept nogil:
             hi = mid - 1
     return -1
 
+# A block of lanes is cut into PART_WAYS consecutive parts, each with its own count (and so
+# its own write offset) per key. The callbacks walk the parts side by side, a lane of each
+# in turn: the counter a lane increments is then never the one the previous lane just
+# incremented, so the increments overlap instead of forming one chain through memory (a
+# chain made a single-key partition 10x slower, and the write pass half the cost of an
+# evaluated call of 8 targets).
 cdef enum:
-    PART_LOCAL = 256    # keys counted in registers-near arrays on the stack (more: in place)
+    PART_WAYS = 4
+    PART_LOCAL = 256    # keys whose counters live on the stack (more: in place, one by one)
+
+cdef inline void part_bounds(int64_t start, int64_t end, int64_t* lo, int64_t* common) noexcept nogil:
+    """lo[j]: where part j of [start, end) begins (lo[PART_WAYS] = end); common: the length
+    of the last part, which no part is shorter than."""
+    cdef int64_t q = (end - start + PART_WAYS - 1) // PART_WAYS
+    cdef int j
+    for j in range(PART_WAYS + 1):
+        lo[j] = min(start + j * q, end)
+    common[0] = lo[PART_WAYS] - lo[PART_WAYS - 1]
+
+cdef inline int table_slot(const uint32_t* sel, int64_t k, uint32_t base, uint32_t tsize,
+                           const int32_t* table) noexcept nogil:
+    cdef uint32_t d = sel[k] - base         # (wraps around for keys below the first)
+    return table[d] if d < tsize else -1
 
 cdef void part_count_cb(int64_t start, int64_t end, void* params) noexcept nogil:
-    """Pool callback: lanes per key in one block. Up to PART_LOCAL keys, into four stack
-    histograms taken in turn, so that a run of lanes with the same key is not one chain of
-    increments through memory (that chain made a single-key partition 10x slower)."""
+    """Pool callback: lanes per key in each part of one block."""
     cdef PJob* job = <PJob*> params
     cdef int m = job.nkeys, s, j
-    cdef int64_t* c = job.count + (start // RED_BLOCK) * m
+    cdef int64_t* c = job.count + (start // RED_BLOCK) * PART_WAYS * m
     cdef const uint32_t* sel = job.sel
     cdef const int32_t* table = job.table
-    cdef uint32_t base = job.keys[0], tsize = job.tsize, d
-    cdef int64_t k
-    cdef int32_t h[4][PART_LOCAL]
+    cdef uint32_t base = job.keys[0], tsize = job.tsize
+    cdef int64_t k, common
+    cdef int64_t lo[PART_WAYS + 1]
+    cdef int32_t h[PART_WAYS][PART_LOCAL]
+    part_bounds(start, end, lo, &common)
     if table == NULL or m > PART_LOCAL:
-        for s in range(m):
+        for s in range(PART_WAYS * m):
             c[s] = 0
-        for k in range(start, end):
-            s = key_slot(job, sel[k])
-            if s >= 0:
-                c[s] += 1
+        for j in range(PART_WAYS):
+            for k in range(lo[j], lo[j + 1]):
+                s = key_slot(job, sel[k])
+                if s >= 0:
+                    c[j * m + s] += 1
         return
     memset(h, 0, sizeof(h))
-    for k in range(start, end):
-        d = sel[k] - base                  # (wraps around for keys below the first)
-        if d < tsize:
-            s = table[d]
+    for k in range(common):
+        for j in range(PART_WAYS):             # (unrolled by the compiler)
+            s = table_slot(sel, lo[j] + k, base, tsize, table)
             if s >= 0:
-                h[k & 3][s] += 1
-    for s in range(m):
-        c[s] = h[0][s] + h[1][s] + h[2][s] + h[3][s]
+                h[j][s] += 1
+    for j in range(PART_WAYS):
+        for k in range(lo[j] + common, lo[j + 1]):
+            s = table_slot(sel, k, base, tsize, table)
+            if s >= 0:
+                h[j][s] += 1
+        for s in range(m):
+            c[j * m + s] = h[j][s]
 
 cdef void part_write_cb(int64_t start, int64_t end, void* params) noexcept nogil:
-    """Pool callback: each lane's index into its key's buffer, at the block's offsets. The
-    offsets live on the stack while the block runs (up to PART_LOCAL keys)."""
+    """Pool callback: each lane's index into its key's buffer, at its part's offsets."""
     cdef PJob* job = <PJob*> params
-    cdef int m = job.nkeys, s
-    cdef int64_t* c = job.count + (start // RED_BLOCK) * m
+    cdef int m = job.nkeys, s, j
+    cdef int64_t* c = job.count + (start // RED_BLOCK) * PART_WAYS * m
     cdef const uint32_t* sel = job.sel
     cdef uint32_t** out = job.out
-    cdef int64_t k
-    cdef int64_t pos[PART_LOCAL]
-    if job.table == NULL or m > PART_LOCAL:
-        for k in range(start, end):
-            s = key_slot(job, sel[k])
-            if s >= 0:
-                out[s][c[s]] = <uint32_t> k
-                c[s] += 1
-        return
     cdef const int32_t* table = job.table
-    cdef uint32_t base = job.keys[0], tsize = job.tsize, d
-    for s in range(m):
-        pos[s] = c[s]
-    for k in range(start, end):
-        d = sel[k] - base
-        if d < tsize:
-            s = table[d]
+    cdef uint32_t base = job.keys[0], tsize = job.tsize
+    cdef int64_t k, common
+    cdef int64_t lo[PART_WAYS + 1]
+    cdef int64_t pos[PART_WAYS][PART_LOCAL]
+    part_bounds(start, end, lo, &common)
+    if table == NULL or m > PART_LOCAL:
+        for j in range(PART_WAYS):
+            for k in range(lo[j], lo[j + 1]):
+                s = key_slot(job, sel[k])
+                if s >= 0:
+                    out[s][c[j * m + s]] = <uint32_t> k
+                    c[j * m + s] += 1
+        return
+    for j in range(PART_WAYS):
+        for s in range(m):
+            pos[j][s] = c[j * m + s]
+    for k in range(common):
+        for j in range(PART_WAYS):
+            s = table_slot(sel, lo[j] + k, base, tsize, table)
             if s >= 0:
-                out[s][pos[s]] = <uint32_t> k
-                pos[s] += 1
+                out[s][pos[j][s]] = <uint32_t> (lo[j] + k)
+                pos[j][s] += 1
+    for j in range(PART_WAYS):
+        for k in range(lo[j] + common, lo[j + 1]):
+            s = table_slot(sel, k, base, tsize, table)
+            if s >= 0:
+                out[s][pos[j][s]] = <uint32_t> k
+                pos[j][s] += 1
+
+cdef uint32_t keys_source(ArrayBase selector, uint32_t* offset) except 0:
+    """A new reference to memory whose lanes plus `offset` are the selector's lanes. A
+    selector x + c (a literal c) of evaluated x is read as x, against keys - c: it spares a
+    kernel that would only add c (pbc.switch selects with index + 1)."""
+    cdef uint32_t i = selector._index, a, b
+    cdef Var* v = &vars[i]
+    if v.op == OP_ADD:
+        a, b = v.dep[0], v.dep[1]
+        if vars[a].op == OP_LITERAL:
+            a, b = b, a
+        if vars[b].op == OP_LITERAL and vars[a].op == OP_DATA and vars[a].size == v.size \
+                and not vars[a].flags & F_DIRTY:
+            offset[0] = <uint32_t> vars[b].literal
+            inc_ext(a)
+            return a
+    offset[0] = 0
+    return evaluated_copy_of(selector)
 
 def partition(ArrayBase selector, list keys):
     """For each key (distinct integers), the UInt32 indices of the lanes of `selector`
     (a UInt32 array) equal to it, in increasing order: the lane groups of evaluated
-    dispatch, found in two passes instead of one compress per key."""
+    dispatch, found in two passes instead of one compress per key. A key that every lane
+    selects gets the lazy counter 0, 1, ..., n-1 and the second pass is skipped."""
     if selector._vt != T_UINT32:
         raise TypeError('pbc.partition: expects a UInt32 array')
-    order = sorted(range(len(keys)), key=lambda j: keys[j])
-    cdef uint32_t i = evaluated_copy_of(selector)
-    cdef int64_t n = vars[i].size, nb = (n + RED_BLOCK - 1) // RED_BLOCK, b, c, total
-    cdef int m = len(keys), s
+    cdef uint32_t offset
+    cdef uint32_t i = keys_source(selector, &offset)
+    shifted = [(k - offset) & 0xFFFFFFFF for k in keys]
+    order = sorted(range(len(keys)), key=lambda j: shifted[j])
+    cdef int64_t n = vars[i].size, nparts = (n + RED_BLOCK - 1) // RED_BLOCK * PART_WAYS, b, c, total
+    cdef int m = len(keys), s, everyone = -1
     cdef PJob job
     job.sel = <uint32_t*> vars[i].data
     job.nkeys = m
     job.keys = <uint32_t*> malloc((m + 1) * sizeof(uint32_t))
-    job.count = <int64_t*> malloc((nb * m + 1) * sizeof(int64_t))
+    job.count = <int64_t*> malloc((nparts * m + 1) * sizeof(int64_t))
     job.out = <uint32_t**> malloc((m + 1) * sizeof(uint32_t*))
     sizes = [0] * m
     job.table = NULL
     job.tsize = 0
     try:
         for s in range(m):
-            job.keys[s] = keys[order[s]]
+            job.keys[s] = shifted[order[s]]
             job.out[s] = NULL
         if m and job.keys[m - 1] - job.keys[0] < (1 << 20):
             job.tsize = job.keys[m - 1] - job.keys[0] + 1
@@ -417,18 +472,26 @@ def partition(ArrayBase selector, list keys):
             run_parallel(part_count_cb, &job, n, RED_BLOCK)
         for s in range(m):
             total = 0
-            for b in range(nb):
+            for b in range(nparts):
                 c = job.count[b * m + s]
                 job.count[b * m + s] = total
                 total += c
             sizes[s] = total
-            job.out[s] = <uint32_t*> mem_alloc(T_UINT32, total)
-        if n and m:
+            if total == n and n > 0:
+                everyone = s
+        for s in range(m):
+            if s != everyone:
+                job.out[s] = <uint32_t*> mem_alloc(T_UINT32, sizes[s])
+        if n and m and everyone < 0:
             run_parallel(part_write_cb, &job, n, RED_BLOCK)
         result = [None] * m
         for s in range(m):
-            result[order[s]] = wrap(selector._backend, T_UINT32,
-                                    var_data(T_UINT32, sizes[s], job.out[s], selector._backend))
+            if s == everyone:
+                result[order[s]] = wrap(selector._backend, T_UINT32,
+                                        counter_var(n, selector._backend))
+            else:
+                result[order[s]] = wrap(selector._backend, T_UINT32, var_data(
+                    T_UINT32, sizes[s], job.out[s], selector._backend))
             job.out[s] = NULL
     finally:
         for s in range(m):

@@ -143,7 +143,7 @@ REDUCE_ALLOW = {0: 7, 1: 6, 2: 6, 3: 6, 4: 6, 5: 3, 6: 3}    # kinds, as OP_ALLO
 cdef dict pending_reduce = {}      # dirty target id -> reduction of its queued scatters
 
 cdef void scatter_obj(ArrayBase target, object value, object index, object active,
-                      int reduce) except *:
+                      int reduce, bint disjoint) except *:
     cdef uint8_t be = target._backend, vt = target._vt
     if not (REDUCE_ALLOW[reduce] & kind_bit(vt)):
         raise TypeError(f'pbc.scatter_reduce: {REDUCE_NAMES[reduce]} is not supported on '
@@ -166,7 +166,7 @@ cdef void scatter_obj(ArrayBase target, object value, object index, object activ
                          vars[target._index].size, be)
         apply_mask(&im)
         size = result_size(OP_SCATTER, iv, ii, im, 0)
-        in_body = [claim_target(t, reduce) for t in targets]
+        in_body = [claim_target(t, reduce, disjoint) for t in targets]
         if closure is not None:        # a claimed array may have a buffer of its own now
             for t in targets:
                 closure_sources[(<ArrayBase> t)._index] = closure
@@ -188,10 +188,10 @@ cdef void scatter_obj(ArrayBase target, object value, object index, object activ
         for x in (iv, ii, im, ptr):
             dec_ext(x)
 
-cdef bint claim_target(ArrayBase target, int reduce) except -1:
+cdef bint claim_target(ArrayBase target, int reduce, bint disjoint) except -1:
     """Readies `target` for a new scatter: checks it may be written here, runs what must
-    come before, and gives it a buffer of its own. Returns whether a loop body being recorded
-    already writes it."""
+    come before (nothing, for a write `disjoint` from those queued), and gives it a buffer
+    of its own. Returns whether a loop body being recorded already writes it."""
     if node_scope(target._index):
         raise RuntimeError(
             'pbc.scatter: the target array is loop state of (or computed in) a symbolic '
@@ -202,7 +202,7 @@ cdef bint claim_target(ArrayBase target, int reduce) except -1:
     in_body = target._index in scope_targets and scope_depth(scope_targets[target._index]) > 0
     if (vars[target._index].flags & F_DIRTY) and not in_body and (
             reduce == 0 or pending_reduce.get(target._index, 0) != reduce
-            or not scope_stack.empty()):
+            or not scope_stack.empty()) and not (disjoint and scope_stack.empty()):
         # Scatters queued into one array run fused, lane packet by lane packet: only
         # the same atomic reduction commutes with what is pending. Anything else must
         # come after it, as the program says. (Writes recorded in one loop body keep
@@ -211,8 +211,11 @@ cdef bint claim_target(ArrayBase target, int reduce) except -1:
     own_target(target)
     return in_body
 
-def scatter(ArrayBase target, value, index, active=True, int reduce=0):
+def scatter(ArrayBase target, value, index, active=True, int reduce=0, bint disjoint=False):
     """target[index] = value (or reduce into it) for active lanes; a queued side effect.
+    `disjoint` promises that no lane it writes is one a queued scatter into the target
+    writes: it is then queued after them without running them first (the targets of an
+    evaluated call write their own lanes of one result, each in a kernel of its own).
     Where the target or the value carries derivatives, the target's new value gets a node
     whose operands are its old value and the value written (a min/max reduction's rule also
     reads both values and the result: the gradient goes to what won)."""
@@ -232,7 +235,7 @@ def scatter(ArrayBase target, value, index, active=True, int reduce=0):
         arg[1] = operand(value, target._vt, target._backend)
         inc_ext(arg[0])
     try:
-        scatter_obj(target, value, index, active, reduce)
+        scatter_obj(target, value, index, active, reduce, disjoint)
         if not (st or sv):
             return
         old = target._ad

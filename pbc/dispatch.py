@@ -22,7 +22,7 @@ from ._runtime import ArrayBase
 from .errors import SizeError, StateError, call_user
 from .evaluate import eval as _eval
 from .flags import JitFlag, flag
-from .routines import broadcast_lanes, full, gather, scatter, select, zeros
+from .routines import broadcast_lanes, full, gather, select, zeros
 from .state import working_copy
 from .tree import children, flatten, mismatch, rebuild
 
@@ -258,7 +258,9 @@ def _call(selector, targets, args, mode, what, mask=None):
     outer = _runtime.mask_top(Bool)
     active = selector != 0 if outer is None else (selector != 0) & outer
     if mode == 'evaluated' and not _runtime.recording_depth():
-        return _evaluated(selector, active, targets, args, what)
+        # (without an outer mask, lanes with selector 0 select nothing already)
+        keys = selector if outer is None else select(active, selector, 0)
+        return _evaluated(keys, targets, args, what)
     return _symbolic(selector, active, targets, flat, what)
 
 
@@ -525,49 +527,68 @@ def _as_arrays(r, like):
     return r if parts is None else rebuild(r, [_as_arrays(p, like) for p in parts])
 
 
-def _evaluated(selector, active, targets, args, what):
+def _evaluated(selector, targets, args, what):
+    """Each target called on just its lanes (those where `selector` is its key): their
+    arguments gathered, results scattered into zeros, one kernel per target."""
     Bool = _runtime.class_for(selector, 'bool')
     width = len(selector)                 # (_call made it as wide as the arguments)
     # The lanes of every target, in one partition pass over the (evaluated) selector.
-    groups = _runtime.partition(select(active, selector, 0), [key for key, _, _ in targets])
+    groups = _runtime.partition(selector, [key for key, _, _ in targets])
     out = None
     for (_key, fn, obj), lanes in zip(targets, groups):
         if len(lanes) == 0:
             continue                    # no lane calls this target
+        # A target that every lane calls needs neither the gathers nor the scatters.
+        whole = len(lanes) == width
         arrays, build = flatten(args)
-        sub = build([gather(type(a), a, lanes) if len(a) > 1 else type(a)(a) for a in arrays])
+        sub = build([type(a)(a) if whole or len(a) == 1 else gather(type(a), a, lanes)
+                     for a in arrays])
         _enter(id(obj), what)
         saved = _runtime.masks_take()        # the call runs on its own lanes only
         # ... all of them: a side effect of width 1 happens once per lane, as in a symbolic call
         _runtime.mask_push(full(Bool, True, len(lanes)))
         try:
-            hint = '' if len(lanes) == width else (
+            hint = '' if whole else (
                 f' (in an evaluated call of {what}, each target runs on just the '
                 f'{len(lanes)} lanes that call it: pass arrays as wide as the call ({width}) '
                 'as arguments instead of reading them from an enclosing scope, or call '
                 'symbolically)')
             r = _as_arrays(run_target(fn, sub, what, hint), selector)
-            if out is None:
+            if whole:
+                _check_results(flatten(r)[0], width, what)
+                out = _widened(r, width)
+            elif out is None:
                 out, first = _zeros_like(r, width, selector), r
             else:
                 why = mismatch(r, first, 'result')
                 if why:
                     raise StateError(f'pbc: the targets of {what} disagree: {why}')
-            _scatter_into(out, r, lanes, what)
+            if not whole:
+                _scatter_into(out, r, lanes, what)
         finally:
             _runtime.mask_pop()
             _runtime.masks_restore(saved)
             _active_calls.pop()
-        _eval(out)
+    # One evaluation for all targets: their kernels compile together (see compile_many)
+    # and launch back to back.
+    _eval(out)
     if out is None and targets:
         # No lane calls anything: trace one target for the result's shape, run nothing.
         _key, fn, obj = targets[0]
-        _runtime.mask_push(active & False)
+        _runtime.mask_push(full(Bool, False, width))
         try:
             out = _zeros_like(run_target(fn, working_copy(args), what), width, selector)
         finally:
             _runtime.mask_pop()
     return out
+
+
+def _widened(r, width):
+    """r (a result that every lane computed) with new arrays, `width` lanes wide."""
+    if isinstance(r, ArrayBase):
+        return broadcast_lanes(r, width)
+    parts = children(r)
+    return r if parts is None else rebuild(r, [_widened(p, width) for p in parts])
 
 
 PY_TYPES = {bool: 'bool', int: 'int32', float: 'float32'}
@@ -587,12 +608,13 @@ def _zeros_like(r, width, like):
 
 
 def _scatter_into(out, r, lanes, what):
-    """out[lanes] = r, leaf by leaf (r's Python numbers too)."""
+    """out[lanes] = r, leaf by leaf (r's Python numbers too). Targets write lanes of their
+    own: their scatters queue up without running those before them."""
     if isinstance(out, ArrayBase):
         if isinstance(r, ArrayBase) and type(r) is not type(out):
             raise StateError(f'pbc: the targets of {what} return {type(out).__name__} and '
                              f'{type(r).__name__}')
-        scatter(out, r, lanes)
+        _runtime.scatter(out, r, lanes, True, 0, True)
         return
     po, pr = children(out), children(r)
     if po is None:

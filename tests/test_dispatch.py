@@ -209,6 +209,31 @@ def test_partition_of_many_blocks_matches_numpy(m):
         assert np.array_equal(lanes.numpy(), np.flatnonzero(sel == key))
 
 
+@pytest.mark.parametrize('offset', [1, 7, 2 ** 32 - 3])
+def test_partition_of_an_offset_selector_matches_numpy(offset):
+    # (x + c of evaluated x is read as x against keys - c: keys wrap around like the lanes)
+    x = np.random.default_rng(offset).integers(0, 6, 40_000).astype(np.uint32)
+    xs = UInt32(x)
+    pbc.eval(xs)
+    sel = xs + offset
+    keys = [(k + offset) % 2 ** 32 for k in (4, 0, 2, 5, 9)]
+    pbc.kernel_history_clear()
+    with pbc.scoped_set_flag(pbc.JitFlag.KernelHistory, True):
+        groups = pbc._runtime.partition(sel, keys)
+        assert pbc.kernel_history() == []
+    expected = x + np.uint32(offset)
+    for key, lanes in zip(keys, groups):
+        assert np.array_equal(lanes.numpy(), np.flatnonzero(expected == key))
+    assert np.array_equal(xs.numpy(), x)
+
+
+@pytest.mark.parametrize('n', [1, 5, 70_000])
+def test_partition_where_every_lane_selects_one_key(n):
+    groups = pbc._runtime.partition(UInt32(np.full(n, 3, np.uint32)), [1, 3, 8])
+    assert [len(g) for g in groups] == [0, n, 0]
+    assert np.array_equal(groups[1].numpy(), np.arange(n))
+
+
 @pytest.mark.parametrize('mode', MODES)
 def test_methods_of_subclasses_and_python_results(mode):
     class Base(pbc.Object):
@@ -1055,6 +1080,54 @@ def test_targets_changing_their_arguments_in_place_see_their_own(mode, optimize)
         lit = pbc.switch(UInt32(0, 1, 2), [f(10), f(100), f(1000)], UInt32(5), mode=mode)
     assert r.numpy().tolist() == [11, 102, 1003] and x.numpy().tolist() == [1, 2, 3]
     assert lit.numpy().tolist() == [15, 105, 1005]
+
+
+def test_an_evaluated_call_that_every_lane_makes_needs_no_gathers(capsys):
+    # The target runs on the arguments as they are (copies of their objects: changing one
+    # in place stays inside the target) and its results are the call's, widened.
+    def target(v):
+        v += 1
+        return v, 2.5, Float(7), v
+
+    x = Float(1, 2, 3)
+    with pbc.scoped_set_flag(pbc.JitFlag.PrintIR, True):
+        r = pbc.switch(UInt32(1, 1, 1), [lambda v: (v, 0.0, Float(0), v), target], x,
+                       mode='evaluated')
+    ir = capsys.readouterr().out
+    assert 'gather' not in ir and 'scatter' not in ir
+    assert x.numpy().tolist() == [1, 2, 3] and r[0] is not r[3]
+    assert [a.numpy().tolist() for a in r] == [[2, 3, 4], [2.5] * 3, [7] * 3, [2, 3, 4]]
+    with pytest.raises(RuntimeError, match='width 2 for a call of width 3'):
+        pbc.switch(UInt32(0, 0, 0), [lambda v: Float(1, 2)], x, mode='evaluated')
+
+
+def test_targets_of_an_evaluated_call_run_in_one_evaluation():
+    # Each target writes its own lanes of the result: its scatter queues up behind those
+    # of the targets before it instead of running them first.
+    index = UInt32(np.arange(30) % 3)
+    x = pbc.arange(Float, 30)
+    pbc.eval(index, x)
+    pbc.kernel_history_clear()
+    with pbc.scoped_set_flag(pbc.JitFlag.KernelHistory, True):
+        r = pbc.switch(index, [lambda v, k=k: v * k + k for k in (1.0, 2.0, 3.0)], x,
+                       mode='evaluated')
+        hist = pbc.kernel_history()
+    assert len(hist) == 1 and hist[0]['size'] == 10     # (equal lane counts: one kernel)
+    k = np.arange(30) % 3 + 1.0
+    assert r.numpy().tolist() == (np.arange(30) * k + k).tolist()
+
+
+def test_disjoint_scatters_queue_up_and_plain_ones_keep_their_order():
+    out = pbc.zeros(Float, 6)
+    pbc.eval(out)
+    pbc.kernel_history_clear()
+    with pbc.scoped_set_flag(pbc.JitFlag.KernelHistory, True):
+        _runtime.scatter(out, Float(1, 2), UInt32(0, 1), True, 0, True)
+        _runtime.scatter(out, Float(3, 4, 5), UInt32(2, 3, 4), True, 0, True)
+        assert pbc.kernel_history() == []
+        pbc.scatter(out, Float(9, 8), UInt32(4, 5))      # over a queued write: runs it first
+        assert len(pbc.kernel_history()) == 2
+    assert out.numpy().tolist() == [1, 2, 3, 4, 9, 8]
 
 
 @pytest.mark.parametrize('mode', MODES)
