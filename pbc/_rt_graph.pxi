@@ -5,6 +5,7 @@ from libc.stdlib cimport malloc, realloc, free
 from libc.string cimport memset, memcpy
 from libcpp.vector cimport vector
 from libcpp.unordered_map cimport unordered_map
+from libcpp.unordered_set cimport unordered_set
 from cython.operator cimport dereference as deref
 
 cdef extern from "stdlib.h" nogil:

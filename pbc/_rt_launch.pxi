@@ -88,6 +88,30 @@ cdef inline uint64_t mix_b(uint64_t h, uint64_t v) noexcept nogil:
     h = ((h << 27) | (h >> 37)) * <uint64_t> 0xc4ceb9fe1a85ec53ULL + <uint64_t> 0x52dce729ULL
     return h
 
+def independent_groups(list groups):
+    """For each group of take_groups(), whether it reads no output of a group before it: its
+    key and kernel are then the same before those groups run as after, so it can be
+    compiled ahead of them (together with others)."""
+    cdef unordered_set[uint32_t] produced
+    cdef vector[uint32_t] order
+    cdef uint32_t r, i
+    result = []
+    for _, _, outputs, _, ids in groups:
+        ok = True
+        if not produced.empty():
+            order.clear()
+            begin_traversal()
+            for r in ids:
+                postorder(r, order, <size_t> -1)
+            for i in order:
+                if produced.count(i):
+                    ok = False
+                    break
+        result.append(ok)
+        for r in outputs:
+            produced.insert(r)
+    return result
+
 def group_summary(list ids, uint32_t size, list outputs):
     """Key and leaves of the group with roots `ids`, in the graph's current state (running
     an earlier group can turn nodes this group shares into memory)."""

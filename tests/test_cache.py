@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import pbc
-from pbc.llvm import Float
+from pbc.llvm import Float, UInt32
 
 SCRIPT = textwrap.dedent('''
     import pbc, numpy as np
@@ -156,3 +156,52 @@ def test_loop_free_kernels_get_the_short_pipeline(monkeypatch):
         return v
 
     assert not _short_pipeline(kernel(lambda: loop(x)))
+
+
+BATCH_SCRIPT = textwrap.dedent('''
+    import pbc, numpy as np
+    from pbc.llvm import Float, UInt32
+    pbc.set_flag(pbc.JitFlag.KernelHistory, True)
+    outs = [pbc.sqrt(pbc.arange(Float, n) * 1.75 + k) for k, n in enumerate((100, 200, 300))]
+    i, = pbc.while_loop((pbc.arange(UInt32, 50),), lambda i: i < 20, lambda i: (i + 3,),
+                        mode='symbolic')         # a loop: the other pipeline (O2)
+    pbc.eval(outs, i)
+    for k, (n, y) in enumerate(zip((100, 200, 300), outs)):
+        assert np.allclose(y.numpy(), np.sqrt(np.arange(n) * 1.75 + k))
+    assert i.numpy().tolist() == [v if v >= 20 else v + 3 * -(-(20 - v) // 3) for v in range(50)]
+    print('HITS', *[h['cache_hit'] for h in pbc.kernel_history()])
+    assert all(h['backend_time'] > 0 for h in pbc.kernel_history())
+''')
+
+
+def test_kernels_of_one_eval_compile_together_and_load_from_disk(tmp_path):
+    # Three groups (sizes) on the short pipeline compile as one LLVM module, stored as one
+    # cache file; the loop kernel compiles alone. A fresh process loads both files.
+    first = run_script(tmp_path, script=BATCH_SCRIPT)
+    assert first.returncode == 0, first.stderr
+    assert first.stdout.split() == ['HITS'] + ['none'] * 4
+    assert len([f for f in os.listdir(tmp_path) if f.endswith('.o')]) == 2
+    second = run_script(tmp_path, script=BATCH_SCRIPT)
+    assert second.returncode == 0, second.stderr
+    assert second.stdout.split() == ['HITS'] + ['disk'] * 4
+
+
+def test_a_group_reading_an_earlier_groups_output_compiles_after_it_runs():
+    # w (one lane) is an output of the first group and an operand of the second: the
+    # second's kernel reads w's memory once the first has run, not w's expression.
+    a = Float(2.0, 9.0)
+    pbc.eval(a)
+    w = pbc.sqrt(pbc.gather(Float, a, UInt32(1)) + 7.0)
+    y = pbc.arange(Float, 5) * w + 0.5
+    pbc.schedule(w, y)
+    roots, groups = pbc._runtime.take_groups()
+    try:
+        assert pbc._runtime.independent_groups(groups) == [True, False]
+    finally:
+        pbc._runtime.release_roots(roots)
+    pbc.kernel_history_clear()
+    with pbc.scoped_set_flag(pbc.JitFlag.KernelHistory, True):
+        pbc.eval(w, y)
+        assert len(pbc.kernel_history()) == 2
+    assert w.numpy().tolist() == [4.0]
+    assert y.numpy().tolist() == [0.5, 4.5, 8.5, 12.5, 16.5]
