@@ -88,26 +88,17 @@ cdef inline uint64_t mix_b(uint64_t h, uint64_t v) noexcept nogil:
     h = ((h << 27) | (h >> 37)) * <uint64_t> 0xc4ceb9fe1a85ec53ULL + <uint64_t> 0x52dce729ULL
     return h
 
-def independent_groups(list groups):
-    """For each group of take_groups(), whether it reads no output of a group before it: its
-    key and kernel are then the same before those groups run as after, so it can be
-    compiled ahead of them (together with others)."""
+def group_summaries(list groups):
+    """For each group of take_groups(), its group_summary() as of now, or None where it
+    reads an output of a group before it: that one is summarized once those have run (they
+    turn its operands into memory). The others' summaries hold until their turn comes, so
+    their kernels can be compiled ahead, together."""
     cdef unordered_set[uint32_t] produced
-    cdef vector[uint32_t] order
-    cdef uint32_t r, i
+    cdef vector[uint32_t] roots
     result = []
-    for _, _, outputs, _, ids in groups:
-        ok = True
-        if not produced.empty():
-            order.clear()
-            begin_traversal()
-            for r in ids:
-                postorder(r, order, <size_t> -1)
-            for i in order:
-                if produced.count(i):
-                    ok = False
-                    break
-        result.append(ok)
+    for _, size, outputs, _, ids in groups:
+        roots = ids
+        result.append(summarize(roots, size, outputs, &produced))
         for r in outputs:
             produced.insert(r)
     return result
@@ -116,10 +107,11 @@ def group_summary(list ids, uint32_t size, list outputs):
     """Key and leaves of the group with roots `ids`, in the graph's current state (running
     an earlier group can turn nodes this group shares into memory)."""
     cdef vector[uint32_t] roots = ids
-    return summarize(roots, size, outputs)
+    return summarize(roots, size, outputs, NULL)
 
-cdef tuple summarize(vector[uint32_t]& roots, uint32_t size, list outputs):
-    """(key, leaves) of a group. The key is a 128-bit hash of everything kernel assembly
+cdef object summarize(vector[uint32_t]& roots, uint32_t size, list outputs,
+                      const unordered_set[uint32_t]* produced):
+    """(key, leaves) of a group, or None if it reads a node in `produced`. The key is a 128-bit hash of everything kernel assembly
     reads from the records (ops, types, operand positions, literals, which loads are scalar,
     the outputs), so equal keys assemble to the same Kernel. Leaves are
     (position, address, size) of the memory the kernel reads and of the print sinks it
@@ -133,6 +125,10 @@ cdef tuple summarize(vector[uint32_t]& roots, uint32_t size, list outputs):
     begin_traversal()
     for r in roots:
         postorder(r, order, <size_t> -1)
+    if produced != NULL and not produced.empty():
+        for i in order:
+            if produced.count(i):
+                return None
     leaves = []
     for i in order:
         v = &vars[i]

@@ -31,9 +31,10 @@ def eval_pending():
     roots, groups = _runtime.take_groups()
     printed = []
     try:
-        ahead = _compile_ahead(groups) if len(groups) > 1 else {}
-        for backend, size, outputs, _effects, ids in groups:
-            printed += _run_group(backend, size, outputs, ids, ahead)
+        summaries = _runtime.group_summaries(groups)
+        ahead = _compile_ahead(groups, summaries) if len(groups) > 1 else {}
+        for (backend, size, outputs, _effects, ids), summary in zip(groups, summaries):
+            printed += _run_group(backend, size, outputs, ids, summary, ahead)
     finally:
         _runtime.release_roots(roots)
     # Symbolic prints are formatted once the runtime is consistent again: formatting (or the
@@ -55,45 +56,49 @@ def take_kernels(backend='llvm'):
         _runtime.release_roots(roots)
 
 
-def _group_key(size, outputs, ids):
-    """(cache key, leaves, assembly options) of a group in the graph's current state."""
-    key, leaves = _runtime.group_summary(ids, size, outputs)
-    options = (flag(JitFlag.OptimizeLoops), flag(JitFlag.MergeFunctions),
-               flag(JitFlag.OptimizeCalls))
-    key = (key, size >= STREAMING_LANES, size < FEW_LANES, options)   # what else assembly reads
-    return key, leaves, options
+def _options():
+    """The flags kernel assembly reads."""
+    return (flag(JitFlag.OptimizeLoops), flag(JitFlag.MergeFunctions),
+            flag(JitFlag.OptimizeCalls))
 
 
-def _compile_ahead(groups):
+def _group_key(size, summary_key, options):
+    """A group's kernel cache key: its summary's, with what else assembly reads."""
+    return summary_key, size >= STREAMING_LANES, size < FEW_LANES, options
+
+
+def _compile_ahead(groups, summaries):
     """Compiles the kernels of the groups that no cache holds yet, all together (see
-    compile_many), before the first runs: those that read no earlier group's output, whose
-    kernels are the same now as when they run. {group key: (CompiledKernel, assembly
-    time)} of those compiled."""
-    jobs, assembly = [], []
-    for (code, size, outputs, _, ids), independent in zip(
-            groups, _runtime.independent_groups(groups)):
-        if not independent or BACKENDS[code] != 'llvm':
+    compile_many), before the first runs: those with a summary (see group_summaries), whose
+    kernels are the same now as when they run. {group key: (CompiledKernel, code
+    generation time)} of those compiled."""
+    jobs, codegen = [], []
+    options = _options()
+    for (code, size, outputs, _, ids), summary in zip(groups, summaries):
+        if summary is None or BACKENDS[code] != 'llvm':
             continue
         t0 = time.perf_counter()
         be = _backend(code)
-        key, _, options = _group_key(size, outputs, ids)
+        key = _group_key(size, summary[0], options)
         if be.lookup(key) is None and all(key != job[2] for job in jobs):
             kernel, layout = assemble(be.name, outputs, _runtime.group_records(ids), size,
                                       *options)
             jobs.append((kernel, layout, key))
-            assembly.append(time.perf_counter() - t0)
+            codegen.append(time.perf_counter() - t0)
     if not jobs:
         return {}
     t0 = time.perf_counter()
     entries = _backend(0).compile_many(jobs)
     rendering = (time.perf_counter() - t0 - sum(e.backend_time for e in entries)) / len(jobs)
-    return {job[2]: (entry, t + rendering) for job, entry, t in zip(jobs, entries, assembly)}
+    return {job[2]: (entry, t + rendering) for job, entry, t in zip(jobs, entries, codegen)}
 
 
-def _run_group(backend_code, size, outputs, ids, ahead):
+def _run_group(backend_code, size, outputs, ids, summary, ahead):
     be = _backend(backend_code)
     t0 = time.perf_counter()
-    key, leaves, options = _group_key(size, outputs, ids)
+    summary_key, leaves = summary or _runtime.group_summary(ids, size, outputs)
+    options = _options()
+    key = _group_key(size, summary_key, options)
     entry, codegen_ahead = ahead.pop(key, (None, 0.0))
     backend_here = 0.0
     if entry is not None:                    # compiled just now, with the other groups

@@ -196,7 +196,7 @@ def test_a_group_reading_an_earlier_groups_output_compiles_after_it_runs():
     pbc.schedule(w, y)
     roots, groups = pbc._runtime.take_groups()
     try:
-        assert pbc._runtime.independent_groups(groups) == [True, False]
+        assert [s is not None for s in pbc._runtime.group_summaries(groups)] == [True, False]
     finally:
         pbc._runtime.release_roots(roots)
     pbc.kernel_history_clear()
