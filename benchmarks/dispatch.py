@@ -1,12 +1,14 @@
 """Dispatch benchmark (the paper's appendix): f_i(x) = sum_{k=0..i} (-1)^k x^(2k+1)/(2k+1)!
 for M targets, N = 10^6 floats with a random target per lane, the variant where target i
 computes f_(i mod 5) (five distinct functions), and one where every target is as large as
-a shading routine and unlike the others, g_i(x) = sin((i + 1.5) x) + exp((i + 0.25) x / 8)
-(i + 0.5) (the series' targets share prefixes that inlining computes once). Symbolic and
-evaluated dispatch (pbc.switch) next to Dr.Jit 1.5's dr.switch, when it is installed (the
-same work, its SymbolicCalls flag on or off; see benchmarks/compare.py), symbolic calls
-also with every target inlined (PBC_INLINE_CALLS=1), and NumPy (one masked pass per
-target).
+a shading routine, g_i(x) = sin((i + 1.5) x) + exp((i + 0.25) x / 8) (i + 0.5): one
+structure with other constants, as instances of one material with other parameters (the
+series' targets share prefixes that inlining computes once). Symbolic and evaluated
+dispatch (pbc.switch) next to Dr.Jit 1.5's dr.switch, when it is installed (the same work,
+its SymbolicCalls flag on or off; see benchmarks/compare.py), symbolic calls also with
+every target inlined (PBC_INLINE_CALLS=1), the sin + exp targets also with MergeFunctions
+off ("unmerged": a subroutine per target, as their constants no longer share one through a
+table), and NumPy (one masked pass per target).
 
     python -m benchmarks dispatch
 
@@ -68,6 +70,8 @@ def child(mode, variant, m, lib='pbc'):
         return _drjit_child(mode, variant, m)
     import pbc
     from pbc.llvm import Float, UInt32
+    if lib == 'unmerged':
+        pbc.set_flag(pbc.JitFlag.MergeFunctions, False)
     xs, idx = inputs(m)
     x, index = Float(xs), UInt32(idx)
     pbc.eval(pbc.arange(Float, 10) * 0.5)          # one-time LLVM setup, outside the timings
@@ -137,6 +141,8 @@ def main():
                 libs = [('pbc', 'pbc', None), ('drjit', 'Dr.Jit', None)]
                 if mode == 'symbolic' and m > 1:
                     libs.insert(1, ('pbc', 'inline', {'PBC_INLINE_CALLS': '1'}))
+                if mode == 'symbolic' and m > 1 and variant == 'sinexp':
+                    libs.insert(1, ('unmerged', 'unmerged', None))
                 runs = best_of_rounds({name: ('dispatch', (mode, variant, str(m), lib), env)
                                        for lib, name, env in libs})
                 for name, r in runs.items():

@@ -9,6 +9,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
+import numpy as np
+
 from .ops import ARITY, CALL_OPS, LOOP_OPS, TRACE_OPS, TYPE_NAMES
 from .ops import op as op_named
 
@@ -84,6 +86,8 @@ class Kernel:
     call_inputs: int = 0
     removed_inputs: int = 0
     removed_outputs: int = 0
+    # Literal operands of merged call targets read from a table by key (see _merge_targets).
+    tabled_literals: int = 0
 
     @property
     def ir_ops(self):
@@ -102,21 +106,28 @@ class Kernel:
                     call_inputs=self.call_inputs,
                     call_inputs_removed=self.removed_inputs,
                     call_outputs=sum(len(c.results) for c in self.calls),
-                    call_outputs_removed=self.removed_outputs)
+                    call_outputs_removed=self.removed_outputs,
+                    call_literals_tabled=self.tabled_literals)
+
+
+OUTPUT, CONSTANT = -1, -2     # Layout sources other than the memory of a trace node
 
 
 @dataclass
 class Layout:
     """Where each parameter slot's value comes from at launch: `sources[slot]` is
-    (node position, 0 = address | 1 = size) for memory the kernel reads, or (-1, k) for
-    the buffer of output k. Together with a group's leaves it gives the launch arguments."""
+    (node position, 0 = address | 1 = size) for memory the kernel reads, (OUTPUT, k) for
+    the buffer of output k, or (CONSTANT, value) for what assembly made: the address and
+    size of a table in `tables`, which the Layout keeps alive. Together with a group's
+    leaves it gives the launch arguments."""
     sources: list
     outputs: list             # (slot, type name) per output, in the group's output order
+    tables: list = field(default_factory=list)      # NumPy arrays the kernel reads
 
     def param_values(self, leaves, out_buffers):
         memory = {pos: (addr, size) for pos, addr, size in leaves}
-        return [out_buffers[field] if pos < 0 else memory[pos][field]
-                for pos, field in self.sources]
+        return [memory[pos][value] if pos >= 0 else out_buffers[value] if pos == OUTPUT
+                else value for pos, value in self.sources]
 
 
 STREAMING_LANES = 1 << 23
@@ -145,7 +156,7 @@ def assemble(backend, outputs, records, size, optimize_loops=True, merge_functio
     dropped from the loop."""
     scalar = size == 1
     k = Kernel(backend, streaming=size >= STREAMING_LANES, few_lanes=size < FEW_LANES)
-    sources = []
+    sources, tables = [], []
 
     def add_param(kind, type_, source):
         k.params.append(Param(kind, type_))
@@ -163,18 +174,23 @@ def assemble(backend, outputs, records, size, optimize_loops=True, merge_functio
                             if TRACE_OPS[records[p][1]] == 'call')
         k.removed_inputs = k.call_inputs - sum(1 for p in order
                                                if TRACE_OPS[records[p][1]] == 'call_arg')
-    code_of = {}
+    code_of, varying = {}, {}
     if merge_functions and any(TRACE_OPS[r[1]] == 'call' for r in records):
-        order, code_of = _merge_targets(records, order)
+        order, code_of, varying = _merge_targets(records, order)
     reg_of = {}
     loop_of = {}                 # loop_start position -> loop number
     target_of = {}               # call_start / call_end position -> (call number, target)
+    tabled = {}                  # call number -> its literal operands read from tables
+    replaced = {}                # (position, operand) -> the register of its table's value
     for pos in order:
         r = records[pos]
         if TRACE_OPS[r[1]] == 'call':
             for t, end in enumerate(r[4][2:]):
                 target_of[end] = target_of[records[end][4][0]] = (len(k.calls), t)
             starts = [records[end][4][0] for end in r[4][2:]]
+            if any(p in varying for p in starts):
+                tabled[len(k.calls)] = (r[4][0], r[4][1], _table_pointers(
+                    k, [v for p in starts for v in varying.get(p, ())], add_param, tables))
             k.calls.append(Call(keys=[records[p][5] for p in starts],
                                 outputs=[None] * len(starts),
                                 results=[-1] * (r[5] & 0xFFFFFFFF),
@@ -184,7 +200,12 @@ def assemble(backend, outputs, records, size, optimize_loops=True, merge_functio
         op = TRACE_OPS[op_code]
         tname = TYPE_NAMES[vt]
         reg = reg_of[pos] = len(k.instrs)
-        if op == 'data':
+        if op not in STRUCTURE:              # (most instructions: tested first)
+            assert len(deps) == ARITY[op], (op, deps)
+            args = tuple([reg_of[d] for d in deps]) if pos not in replaced else tuple(
+                [replaced[pos].get(i, reg_of[d]) for i, d in enumerate(deps)])
+            k.instrs.append(Instr(op, tname, args, lit, extra))
+        elif op == 'data':
             if scalar or vsize == 1:
                 k.instrs.append(Instr(LOAD1, tname, slot=add_param('in1', tname, (pos, 0))))
             else:
@@ -218,6 +239,16 @@ def assemble(backend, outputs, records, size, optimize_loops=True, merge_functio
             k.instrs.append(Instr(op, 'void', literal=n))
         elif op in ('call_start', 'call_mask'):
             n, t = target_of[pos if op == 'call_start' else deps[0]]
+            if op == 'call_start' and t == 0 and n in tabled:
+                selector, active, reads = tabled.pop(n)
+                gathered = {}                    # table -> each lane's value, by its key
+                for (pos_i, i, tname_i), ptr in reads:
+                    if ptr not in gathered:
+                        gathered[ptr] = len(k.instrs)
+                        k.instrs.append(Instr(GATHER, tname_i, (ptr, reg_of[selector],
+                                                                reg_of[active])))
+                    replaced.setdefault(pos_i, {})[i] = gathered[ptr]
+                reg = reg_of[pos] = len(k.instrs)
             k.instrs.append(Instr(op, tname, literal=n, extra=t))
         elif op == 'call_arg':
             k.instrs.append(Instr(op, tname, (reg_of[deps[1]],), literal=target_of[deps[0]][0]))
@@ -240,14 +271,13 @@ def assemble(backend, outputs, records, size, optimize_loops=True, merge_functio
             phi = end[4][2 + lit]
             k.instrs.append(Instr(op, tname, (reg_of[phi],), literal=loop_of[end[4][0]]))
         else:
-            assert len(deps) == ARITY[op], (op, deps)
-            k.instrs.append(Instr(op, tname, tuple(reg_of[d] for d in deps), lit, extra))
+            raise AssertionError(f'pbc: assembly has no rule for the trace op {op}')
     out_slots = []
     pos_of = {records[p][0]: p for p in order}
     for n, nid in enumerate(outputs):
         reg = reg_of[pos_of[nid]]
         tname = k.instrs[reg].type
-        slot = add_param('out', tname, (-1, n))
+        slot = add_param('out', tname, (OUTPUT, n))
         k.instrs.append(Instr(STORE, 'void', (reg,), slot=slot))
         out_slots.append((slot, tname))
     if optimize_calls:
@@ -255,20 +285,61 @@ def assemble(backend, outputs, records, size, optimize_loops=True, merge_functio
     _find_inputs(k)
     _find_sharing(k)
     _find_uniform(k)
-    return k, Layout(sources, out_slots)
+    return k, Layout(sources, out_slots, tables)
 
 
+# Bits of each type as a table stores them (what a gather of that type reads).
+TABLE_DTYPES = {'bool': np.uint8, 'int32': np.uint32, 'uint32': np.uint32,
+                'float32': np.uint32, 'int64': np.uint64, 'uint64': np.uint64,
+                'float64': np.uint64}
+
+
+def _table_pointers(k, operands, add_param, tables):
+    """A table by key of each literal operand that merged targets read with different values
+    (operands with the same values share one), as a parameter of the kernel: its `ptr`
+    instruction comes first, so that it is a value from outside every call (PTX passes it
+    to functions as such). Returns [((position, operand, type name), ptr register)]."""
+    pointer_of = {}                              # (type, values) -> its table's ptr register
+    reads = []
+    for pos, i, vt, values in operands:
+        tname = TYPE_NAMES[vt]
+        entry = (vt, tuple(sorted(values.items())))
+        if entry not in pointer_of:
+            table = np.zeros(max(values) + 1, TABLE_DTYPES[tname])
+            for key, bits in values.items():
+                table[key] = bits
+            tables.append(table)
+            slot = add_param('ptr', tname, (CONSTANT, table.ctypes.data))
+            add_param('size', 'uint64', (CONSTANT, len(table)))
+            pointer_of[entry] = len(k.instrs)
+            k.instrs.append(Instr('ptr', 'ptr', slot=slot))
+        reads.append(((pos, i, tname), pointer_of[entry]))
+        k.tabled_literals += 1
+    return reads
+
+
+# The trace ops that assembly turns into something other than one instruction of the same
+# op on the same operands.
+STRUCTURE = frozenset({'data', 'ptr', 'lane_ptr', 'print', *LOOP_OPS, *CALL_OPS})
 LOOP_START = TRACE_OPS.index('loop_start')
 LOAD, LOAD1, STORE = op_named('load'), op_named('load1'), op_named('store')
+GATHER, LITERAL = op_named('gather'), TRACE_OPS.index('literal')
+# Call keys below this are small enough to index tables of the literals that merged targets
+# read with different values (see _merge_targets).
+KEY_TABLE_LIMIT = 1 << 16
 
 
 def _merge_targets(records, order):
     """Targets of a call whose code is the same (the same instructions on the same values
-    from outside; outputs that assembly dropped do not count) run one copy of it: returns
-    the order without the copies, and for each dropped target's call_start the call_start
-    whose code it runs."""
+    from outside; outputs that assembly dropped do not count) run one copy of it. So do
+    targets whose code differs only in the literals its instructions read from outside
+    (constants of closures, say), where the call's keys are small: the copy then reads
+    those operands from a table, by each lane's key (see _table_pointers). Returns the order
+    without the copies; for each dropped target's call_start, the call_start whose code it
+    runs; and for each kept call_start whose copies read other literals, its operands that
+    vary: [(position, operand, type code, {key: literal bits})]."""
     index = {p: i for i, p in enumerate(order)}
-    drop, code_of = set(), {}
+    drop, code_of, varying = set(), {}, {}
     for pos, r in enumerate(records):
         if TRACE_OPS[r[1]] != 'call' or pos not in index:       # (a call nothing needs)
             continue
@@ -276,31 +347,58 @@ def _merge_targets(records, order):
         for end in r[4][2:]:
             start = records[end][4][0]
             blocks.append((start, order[index[start]:index[end] + 1]))
+        # (nested calls keep their literals: a table is read by the keys of one call)
+        loose = max(records[start][5] for start, _ in blocks) < KEY_TABLE_LIMIT and not any(
+            TRACE_OPS[records[p][1]] == 'call' for _, block in blocks for p in block)
         # Only code of equal length reading the same values from outside can be the same:
         # compare just those in full. (Distinct targets mostly differ in the constants
         # they read, literals made outside them.)
         prints = []
         for _, block in blocks:
             inside = set(block)
-            prints.append((len(block), tuple(d if d in index else -1 for p in block
-                                             for d in records[p][4] if d not in inside)))
+            prints.append((len(block), tuple(
+                -1 if d not in index else -2 if loose and records[d][1] == LITERAL else d
+                for p in block for d in records[p][4] if d not in inside)))
         alike = Counter(prints)
-        seen = {}
+        groups = {}                             # signature -> [(call_start, literals read)]
         for (start, block), fingerprint in zip(blocks, prints):
             if alike[fingerprint] == 1:
                 continue
             local = {p: i for i, p in enumerate(block)}
-            # (literals count, but not a target's key nor a loop's serial number)
-            sig = tuple((q[1], q[2], q[3] == 1, q[5] if j and q[1] != LOOP_START else 0, q[6],
-                         tuple(('i', local[d]) if d in local else ('o', d) if d in index
-                               else ('dead',) for d in q[4]))
-                        for j, q in enumerate(records[p] for p in block))
-            if sig in seen:
-                code_of[start] = seen[sig]
-                drop.update(block)
-            else:
-                seen[sig] = start
-    return [p for p in order if p not in drop], code_of
+            literals = []                       # (position, operand, type, bits) in order
+            sig = []
+            for j, p in enumerate(block):
+                q = records[p]
+                free = loose and TRACE_OPS[q[1]] not in STRUCTURE
+                operands = []
+                for i, d in enumerate(q[4]):
+                    if d in local:
+                        operands.append(('i', local[d]))
+                    elif d not in index:
+                        operands.append(('dead',))
+                    elif free and records[d][1] == LITERAL:
+                        operands.append(('lit', records[d][2]))
+                        literals.append((p, i, records[d][2], records[d][5]))
+                    else:
+                        operands.append(('o', d))
+                # (literals count, but not a target's key nor a loop's serial number)
+                sig.append((q[1], q[2], q[3] == 1, q[5] if j and q[1] != LOOP_START else 0,
+                            q[6], tuple(operands)))
+            groups.setdefault(tuple(sig), []).append((start, literals))
+        block_of = dict(blocks)
+        for members in groups.values():
+            (first, literals), copies = members[0], members[1:]
+            for start, _ in copies:
+                code_of[start] = first
+                drop.update(block_of[start])
+            operands = []
+            for k, (p, i, vt, _) in enumerate(literals):
+                values = {records[s][5]: m[k][3] for s, m in members}
+                if len(set(values.values())) > 1:
+                    operands.append((p, i, vt, values))
+            if copies and operands:
+                varying[first] = operands
+    return [p for p in order if p not in drop], code_of, varying
 
 
 def _loop_order(records):

@@ -1,6 +1,7 @@
 """pbc.Object, Ptr arrays, pbc.dispatch and pbc.switch against a per-lane Python reference,
 in symbolic and evaluated mode."""
 
+import importlib
 import re
 
 import numpy as np
@@ -280,8 +281,87 @@ def test_targets_with_the_same_code_are_merged():
         return k
 
     k4, k30, k30_all = kernel(4), kernel(30), kernel(30, merge=False)
-    assert len(set(k30.calls[0].code)) == 2 and len(set(k30_all.calls[0].code)) == 30
-    assert k4.ir_ops == k30.ir_ops < k30_all.ir_ops
+    # (the two values of k: one code too, reading k from a table by key)
+    assert len(set(k30.calls[0].code)) == 1 and len(set(k30_all.calls[0].code)) == 30
+    assert k4.ir_ops == k30.ir_ops < k30_all.ir_ops and k30.tabled_literals == 1
+
+
+SHAPED = {   # target structures: (pbc form, NumPy form) of f(x, a, b) with constants a, b
+    'affine': (lambda x, a, b: x * a + b, lambda x, a, b: x * a + b),
+    'select': (lambda x, a, b: pbc.select(x > a, x - b, x * b),
+               lambda x, a, b: np.where(x > a, x - b, x * b)),
+    'sin': (lambda x, a, b: pbc.sin(x * a) + b, lambda x, a, b: np.sin(x * a) + b),
+}
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(sorted(SHAPED)),
+                          st.sampled_from([0.5, -1.25, 0.75, 3.0]),       # (none that
+                          st.sampled_from([0.25, 1.5, -7.5])), min_size=1, max_size=9),  # fold)
+       st.lists(st.integers(-1, 8), min_size=1, max_size=60),
+       st.sampled_from(['float32', 'float64']))
+def test_targets_differing_in_constants_share_code(shapes, picks, tname):
+    # Targets of one structure whose constants differ run one code, which reads each
+    # lane's constants from a table by its key; the results are each target's own.
+    T = pbc.llvm.Float if tname == 'float32' else pbc.llvm.Float64
+    dtype = np.float32 if tname == 'float32' else np.float64
+    index = np.array([p if 0 <= p < len(shapes) else 99 for p in picks], dtype=np.uint32)
+    xs = np.linspace(-3, 3, len(picks)).astype(dtype)
+    funcs = [lambda x, s=s, a=a, b=b: SHAPED[s][0](x, a, b) for s, a, b in shapes]
+    want = np.zeros_like(xs)
+    for k, (s, a, b) in enumerate(shapes):
+        lanes = index == k
+        want[lanes] = SHAPED[s][1](xs[lanes], dtype(a), dtype(b))
+    pbc.kernel_history_clear()
+    with pbc.scoped_set_flag(pbc.JitFlag.KernelHistory, True):
+        got = pbc.switch(UInt32(index), funcs, T(xs)).numpy()
+        h = pbc.kernel_history()[-1]
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    if h['call_targets']:                # (no call left where all targets compute alike)
+        assert h['call_targets'] - h['call_targets_merged'] == len({s for s, _, _ in shapes})
+
+
+def test_literal_tables_need_small_keys_and_stay_out_of_nested_calls(monkeypatch):
+    kernel_module = importlib.import_module('pbc.kernel')   # (pbc.kernel: the decorator)
+    x, index = Float(1, 2, 3, 4), UInt32(0, 1, 2, 1)
+    funcs = [lambda v, k=k: v * k + 1 for k in (2.0, 3.0, 4.0)]
+
+    def codes():
+        out = pbc.switch(index, funcs, x)
+        pbc.schedule(out)
+        k, = pbc.evaluate.take_kernels()
+        assert out.numpy().tolist() == [3, 7, 13, 13]
+        return len(set(k.calls[0].code)), k.tabled_literals
+
+    assert codes() == (1, 1)
+    with pbc.scoped_set_flag(pbc.JitFlag.MergeFunctions, False):
+        assert codes() == (3, 0)
+    monkeypatch.setattr(kernel_module, 'KEY_TABLE_LIMIT', 2)     # (switch keys: 1, 2, 3)
+    assert codes() == (3, 0)
+    monkeypatch.undo()
+    # Outer targets that contain calls keep their constants; the inner calls table theirs.
+    inner = [lambda v, k=k: v + k for k in (10.0, 20.0)]
+    outer = [lambda v, c=c: pbc.switch(index % 2, inner, v * c) for c in (1.0, -1.0)]
+    y = pbc.switch(UInt32(0, 1, 1, 0), outer, x)
+    pbc.schedule(y)
+    k, = pbc.evaluate.take_kernels()
+    assert y.numpy().tolist() == [11, 18, 7, 24]
+    assert [len(set(c.code)) for c in k.calls] == [1, 1, 2] and k.tabled_literals == 2
+
+
+def test_kernels_differing_in_constants_share_compiled_code():
+    # The constants live in the launch's tables, not in the code: a second call with other
+    # constants reuses the compiled kernel, and each sees its own tables.
+    x, index = Float(1, 2, 3), UInt32(0, 1, 0)
+    pbc.kernel_history_clear()
+    with pbc.scoped_set_flag(pbc.JitFlag.KernelHistory, True):
+        a = pbc.switch(index, [lambda v, k=k: v * k - 0.5 for k in (1.5, 2.5)], x)
+        pbc.eval(a)
+        b = pbc.switch(index, [lambda v, k=k: v * k - 0.5 for k in (-3.0, 7.0)], x)
+        pbc.eval(b)
+        first, second = pbc.kernel_history()
+    assert first['hash'] == second['hash'] and second['cache_hit'] == 'memory'
+    assert a.numpy().tolist() == [1.0, 4.5, 4.0] and b.numpy().tolist() == [-3.5, 13.5, -9.5]
 
 
 @pytest.mark.parametrize('mode', MODES)
