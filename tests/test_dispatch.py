@@ -468,22 +468,25 @@ def test_large_targets_stay_subroutines(monkeypatch):
     monkeypatch.setattr(pbc.config, 'INLINE_CALLS', True)
     assert [g for _, g in _subroutines(render(kernel, 8)).values()] == ['#2', '#2', '#2']
     monkeypatch.setattr(pbc.config, 'INLINE_CALLS', False)
-    # Targets that repeat most of each other's code (here: prefixes of one chain) are all
-    # inlined, and the kernel optimized with O2, which computes the shared part once.
+    # Targets that repeat most of each other's code (here: prefixes of one chain), enough
+    # of it to pay for O2's compile time, are all inlined, and the kernel optimized with
+    # O2, which computes the shared part once.
     from pbc.backend.llvm_jit import _short_pipeline
-    terms = [40, 50, 60]
-    y = pbc.switch(UInt32(keys.astype(np.uint32)), [body(t) for t in terms], Float(xs))
-    pbc.schedule(y)
-    kernel, = pbc.evaluate.take_kernels()
-    call, = kernel.calls
-    assert (call.size, call.distinct) == (150 + 3, 60 + 1)     # (and each target's argument)
-    assert [g for _, g in _subroutines(render(kernel, 8)).values()] == ['#2', '#2', '#2']
-    assert not _short_pipeline(kernel)
-    expected = xs.astype(np.float64)
-    for k in range(max(terms)):
-        step = np.array([k < terms[key] for key in keys])
-        expected = np.where(step, expected * 0.5 + 0.01 * k, expected)
-    np.testing.assert_allclose(y.numpy(), expected, rtol=1e-5)
+    for terms, shared in ([40, 50, 60], False), ([200, 250, 300], True):
+        y = pbc.switch(UInt32(keys.astype(np.uint32)), [body(t) for t in terms], Float(xs))
+        pbc.schedule(y)
+        kernel, = pbc.evaluate.take_kernels()
+        call, = kernel.calls
+        # (and each target's argument)
+        assert (call.size, call.distinct) == (sum(terms) + 3, max(terms) + 1)
+        inlined = ['#2' if shared else '#1'] * 3
+        assert [g for _, g in _subroutines(render(kernel, 8)).values()] == inlined
+        assert _short_pipeline(kernel) != shared
+        expected = xs.astype(np.float64)
+        for k in range(max(terms)):
+            step = np.array([k < terms[key] for key in keys])
+            expected = np.where(step, expected * 0.5 + 0.01 * k, expected)
+        np.testing.assert_allclose(y.numpy(), expected, rtol=1e-5)
 
 
 def test_call_optimizations():

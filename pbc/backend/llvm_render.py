@@ -125,7 +125,7 @@ CODE_TABLE_KEYS = 1 << 16      # call keys below this: a table maps them to shar
 # Targets of at most this many instructions are inlined: the call (spilling the caller's
 # vectors, which no vector register survives) would cost more than their code.
 INLINE_SIZE = 32
-SHARED_CODE = 64               # instructions (see inline_all)
+SHARED_CODE = 256              # instructions (see inline_all)
 
 
 def inline_all(kernel):
@@ -133,7 +133,9 @@ def inline_all(kernel):
     LLVM's O2, see llvm_jit): on request (PBC_INLINE_CALLS=1), or where the targets of a
     call repeat most of each other's code (over half of it, and SHARED_CODE instructions
     at least, as assembly measured: Call.distinct), which O2 then computes once. The
-    series benchmark's 64 targets share their prefixes: 14 instead of 32 ms warm."""
+    series benchmark's 64 targets share their prefixes: 14 instead of 32 ms warm. O2 costs
+    compile time that a little shared code does not pay back: its 8 targets (84 shared
+    instructions) ran 0.5 ms faster per call of 10^6 lanes for 5 ms more compile time."""
     return config.INLINE_CALLS or any(
         call.size - call.distinct >= SHARED_CODE and 2 * call.distinct <= call.size
         for call in kernel.calls)
