@@ -398,7 +398,11 @@ def _merge_targets(records, order):
                     operands.append((p, i, vt, values))
             if copies and operands:
                 varying[first] = operands
-    return [p for p in order if p not in drop], code_of, varying
+    kept = [p for p in order if p not in drop]
+    if varying:            # (the literals that only the copies read are read by nothing now)
+        read = {d for p in kept for d in records[p][4]}
+        kept = [p for p in kept if records[p][1] != LITERAL or p in read]
+    return kept, code_of, varying
 
 
 def _loop_order(records):
