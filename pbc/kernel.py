@@ -324,6 +324,9 @@ STRUCTURE = frozenset({'data', 'ptr', 'lane_ptr', 'print', *LOOP_OPS, *CALL_OPS}
 LOOP_START = TRACE_OPS.index('loop_start')
 LOAD, LOAD1, STORE = op_named('load'), op_named('load1'), op_named('store')
 GATHER, LITERAL = op_named('gather'), TRACE_OPS.index('literal')
+# Ops whose literal operands merged targets keep: structure, and divisors, which LLVM turns
+# into multiplications (integers) or exact reciprocals that a value from a table cannot be.
+KEEP_LITERALS = STRUCTURE | {'div', 'mod'}
 # Call keys below this are small enough to index tables of the literals that merged targets
 # read with different values (see _merge_targets).
 KEY_TABLE_LIMIT = 1 << 16
@@ -369,7 +372,7 @@ def _merge_targets(records, order):
             sig = []
             for j, p in enumerate(block):
                 q = records[p]
-                free = loose and TRACE_OPS[q[1]] not in STRUCTURE
+                free = loose and TRACE_OPS[q[1]] not in KEEP_LITERALS
                 operands = []
                 for i, d in enumerate(q[4]):
                     if d in local:

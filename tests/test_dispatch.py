@@ -321,6 +321,28 @@ def test_targets_differing_in_constants_share_code(shapes, picks, tname):
         assert h['call_targets'] - h['call_targets_merged'] == len({s for s, _, _ in shapes})
 
 
+@pytest.mark.parametrize('tname, constants', [
+    ('int32', (-3, 5, -7)), ('uint32', (3, 2 ** 32 - 5, 7)), ('int64', (-3, 5, -(2 ** 40))),
+    ('uint64', (2 ** 63 + 9, 5, 12))])
+def test_integer_constants_in_tables(tname, constants):
+    # (the tables hold each type's bits: negative and above-2^31 values included)
+    T = getattr(pbc.llvm, {'int32': 'Int', 'uint32': 'UInt32', 'int64': 'Int64',
+                           'uint64': 'UInt64'}[tname])
+    dtype = getattr(np, tname)
+    bits = 8 * np.dtype(dtype).itemsize
+    index = np.array([0, 1, 2, 1, 0], dtype=np.uint32)
+    xs = np.arange(1, 6, dtype=dtype)
+    pbc.kernel_history_clear()
+    with pbc.scoped_set_flag(pbc.JitFlag.KernelHistory, True):
+        y = pbc.switch(UInt32(index), [lambda v, k=k: v * k + k for k in constants], T(xs))
+        got = y.numpy()
+        assert pbc.kernel_history()[-1]['call_literals_tabled'] == 2
+    unsigned = np.uint32 if bits == 32 else np.uint64
+    ks = np.array([c % 2 ** bits for c in constants], unsigned).view(dtype)[index]
+    with np.errstate(over='ignore'):
+        assert got.tolist() == (xs * ks + ks).tolist()
+
+
 def test_literal_tables_need_small_keys_and_stay_out_of_nested_calls(monkeypatch):
     kernel_module = importlib.import_module('pbc.kernel')   # (pbc.kernel: the decorator)
     x, index = Float(1, 2, 3, 4), UInt32(0, 1, 2, 1)
@@ -334,6 +356,10 @@ def test_literal_tables_need_small_keys_and_stay_out_of_nested_calls(monkeypatch
         return len(set(k.calls[0].code)), k.tabled_literals
 
     assert codes() == (1, 1)
+    divided = pbc.switch(index, [lambda v, k=k: v / k for k in (2.0, 4.0, 8.0)], x)
+    pbc.schedule(divided)
+    k, = pbc.evaluate.take_kernels()                 # (divisors keep their literals)
+    assert len(set(k.calls[0].code)) == 3 and divided.numpy().tolist() == [0.5, 0.5, 0.375, 1]
     with pbc.scoped_set_flag(pbc.JitFlag.MergeFunctions, False):
         assert codes() == (3, 0)
     monkeypatch.setattr(kernel_module, 'KEY_TABLE_LIMIT', 2)     # (switch keys: 1, 2, 3)
