@@ -205,3 +205,30 @@ def test_a_group_reading_an_earlier_groups_output_compiles_after_it_runs():
         assert len(pbc.kernel_history()) == 2
     assert w.numpy().tolist() == [4.0]
     assert y.numpy().tolist() == [0.5, 4.5, 8.5, 12.5, 16.5]
+
+
+def test_eval_leaves_the_garbage_collector_as_it_found_it(monkeypatch):
+    # (eval pauses Python's cyclic collector while it assembles and compiles kernels)
+    import gc
+
+    from pbc.backend import llvm_jit
+    seen = []
+
+    def compile_many(self, jobs):
+        seen.append(gc.isenabled())
+        raise RuntimeError('compile failed')
+
+    was = gc.isenabled()
+    try:
+        for enabled in (True, False):
+            gc.enable() if enabled else gc.disable()
+            pbc.eval(pbc.arange(Float, 11) * (3.5 + enabled))
+            assert gc.isenabled() == enabled
+            monkeypatch.setattr(llvm_jit.LLVMBackend, 'compile_many', compile_many)
+            with pytest.raises(RuntimeError, match='compile failed'):
+                pbc.eval(pbc.arange(Float, 12) * (5.5 + enabled))
+            monkeypatch.undo()
+            assert gc.isenabled() == enabled
+    finally:
+        gc.enable() if was else gc.disable()
+    assert seen == [False, False]
