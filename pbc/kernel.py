@@ -122,7 +122,8 @@ class Layout:
     leaves it gives the launch arguments."""
     sources: list
     outputs: list             # (slot, type name) per output, in the group's output order
-    tables: list = field(default_factory=list)      # NumPy arrays the kernel reads
+    # NumPy arrays the kernel reads (host memory: a device backend copies them over)
+    tables: list = field(default_factory=list)
 
     def param_values(self, leaves, out_buffers):
         memory = {pos: (addr, size) for pos, addr, size in leaves}
