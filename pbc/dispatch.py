@@ -529,7 +529,8 @@ def _as_arrays(r, like):
 
 def _evaluated(selector, targets, args, what):
     """Each target called on just its lanes (those where `selector` is its key): their
-    arguments gathered, results scattered into zeros, one kernel per target."""
+    arguments gathered, results scattered into zeros, a kernel per target (targets with
+    as many lanes share one)."""
     Bool = _runtime.class_for(selector, 'bool')
     width = len(selector)                 # (_call made it as wide as the arguments)
     # The lanes of every target, in one partition pass over the (evaluated) selector.
