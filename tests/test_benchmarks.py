@@ -40,3 +40,21 @@ def test_rounds_alternate_and_keep_the_best_times(monkeypatch):
     assert calls == ['a', 'b', 'c', 'a', 'b', 'a', 'b']
     assert best == {'a': {'first': 1.0, 'kernels': 1}, 'b': {'first': 4.0, 'kernels': 1},
                     'c': {'error': 'no such library'}}
+
+
+def test_dispatch_children_compute_what_numpy_does(monkeypatch):
+    # (in this process, on few lanes: the children of `python -m benchmarks dispatch`)
+    import pbc
+    from benchmarks import dispatch
+    monkeypatch.setattr(dispatch, 'N', 3000)
+    monkeypatch.setattr(dispatch, 'WARM_REPEAT', 1)
+    _, expected = dispatch.numpy_dispatch('sinexp', 4)
+    figures = {}
+    for lib in ('pbc', 'unmerged'):
+        with pbc.scoped_set_flag(pbc.JitFlag.MergeFunctions, True):
+            figures[lib] = dispatch.child('symbolic', 'sinexp', 4, lib)
+        assert abs(figures[lib]['checksum'] - expected) <= 1e-3 * max(1.0, abs(expected))
+        assert figures[lib]['kernels'] == 1
+    # (the unmerged targets' constants stay in their own code: a subroutine each)
+    assert figures['pbc']['ir_ops'] < figures['unmerged']['ir_ops']
+    assert pbc.flag(pbc.JitFlag.MergeFunctions)
