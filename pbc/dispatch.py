@@ -529,50 +529,19 @@ def _as_arrays(r, like):
 
 def _evaluated(selector, targets, args, what):
     """Each target called on just its lanes (those where `selector` is its key): their
-    arguments gathered, results scattered into zeros, a kernel per target (targets with
-    as many lanes share one)."""
+    arguments gathered, results scattered into zeros, a kernel per target."""
     Bool = _runtime.class_for(selector, 'bool')
     width = len(selector)                 # (_call made it as wide as the arguments)
     # The lanes of every target, in one partition pass over the (evaluated) selector.
     groups = _runtime.partition(selector, [key for key, _, _ in targets])
-    out = None
-    for (_key, fn, obj), lanes in zip(targets, groups):
-        if len(lanes) == 0:
-            continue                    # no lane calls this target
-        # A target that every lane calls needs neither the gathers nor the scatters.
-        whole = len(lanes) == width
-        arrays, build = flatten(args)
-        sub = build([type(a)(a) if whole or len(a) == 1 else gather(type(a), a, lanes)
-                     for a in arrays])
-        _enter(id(obj), what)
-        saved = _runtime.masks_take()        # the call runs on its own lanes only
-        # ... all of them: a side effect of width 1 happens once per lane, as in a symbolic call
-        _runtime.mask_push(full(Bool, True, len(lanes)))
-        try:
-            hint = '' if whole else (
-                f' (in an evaluated call of {what}, each target runs on just the '
-                f'{len(lanes)} lanes that call it: pass arrays as wide as the call ({width}) '
-                'as arguments instead of reading them from an enclosing scope, or call '
-                'symbolically)')
-            r = _as_arrays(run_target(fn, sub, what, hint), selector)
-            if whole:
-                _check_results(flatten(r)[0], width, what)
-                out = _widened(r, width)
-            elif out is None:
-                out, first = _zeros_like(r, width, selector), r
-            else:
-                why = mismatch(r, first, 'result')
-                if why:
-                    raise StateError(f'pbc: the targets of {what} disagree: {why}')
-            if not whole:
-                _scatter_into(out, r, lanes, what)
-        finally:
-            _runtime.mask_pop()
-            _runtime.masks_restore(saved)
-            _active_calls.pop()
-    # One evaluation for all targets: their kernels compile together (see compile_many)
-    # and launch back to back.
-    _eval(out)
+    out = first = None
+    for members in _rounds(targets, groups):
+        for (_key, fn, obj), lanes in members:
+            out, first = _run_on_lanes(fn, obj, args, lanes, width, Bool, selector, what,
+                                       out, first)
+        # One evaluation per round: its targets' kernels compile together (see
+        # compile_many) and launch back to back.
+        _eval(out)
     if out is None and targets:
         # No lane calls anything: trace one target for the result's shape, run nothing.
         _key, fn, obj = targets[0]
@@ -582,6 +551,67 @@ def _evaluated(selector, targets, args, what):
         finally:
             _runtime.mask_pop()
     return out
+
+
+def _run_on_lanes(fn, obj, args, lanes, width, Bool, selector, what, out, first):
+    """Traces target fn on its `lanes` and queues the scatter of its results into `out`
+    (made by the first target: zeros of its results' structure). Returns (out, first)."""
+    # A target that every lane calls needs neither the gathers nor the scatters.
+    whole = len(lanes) == width
+    arrays, build = flatten(args)
+    sub = build([type(a)(a) if whole or len(a) == 1 else gather(type(a), a, lanes)
+                 for a in arrays])
+    _enter(id(obj), what)
+    saved = _runtime.masks_take()        # the call runs on its own lanes only
+    # ... all of them: a side effect of width 1 happens once per lane, as in a symbolic call
+    _runtime.mask_push(full(Bool, True, len(lanes)))
+    try:
+        hint = '' if whole else (
+            f' (in an evaluated call of {what}, each target runs on just the '
+            f'{len(lanes)} lanes that call it: pass arrays as wide as the call ({width}) '
+            'as arguments instead of reading them from an enclosing scope, or call '
+            'symbolically)')
+        r = _as_arrays(run_target(fn, sub, what, hint), selector)
+        if whole:
+            _check_results(flatten(r)[0], width, what)
+            return _widened(r, width), r
+        if out is None:
+            out, first = _zeros_like(r, width, selector), r
+        else:
+            why = mismatch(r, first, 'result')
+            if why:
+                raise StateError(f'pbc: the targets of {what} disagree: {why}')
+        _scatter_into(out, r, lanes, what)
+        return out, first
+    finally:
+        _runtime.mask_pop()
+        _runtime.masks_restore(saved)
+        _active_calls.pop()
+
+
+def _rounds(targets, groups):
+    """The targets that some lane calls, with their lanes, in rounds that evaluate
+    together: each round's targets have lane counts of their own, as the kernels of one
+    size would fuse into one kernel of both targets, which no other call reuses (where
+    counts repeat all over, as many rounds as that would be: all in one)."""
+    rounds = []
+    for target, lanes in zip(targets, groups):
+        n = len(lanes)
+        if n == 0:
+            continue                    # no lane calls this target
+        for counts, members in rounds:
+            if n not in counts:
+                counts.add(n)
+                members.append((target, lanes))
+                break
+        else:
+            rounds.append(({n}, [(target, lanes)]))
+    if len(rounds) > MAX_ROUNDS:
+        return [[m for _, members in rounds for m in members]]
+    return [members for _, members in rounds]
+
+
+MAX_ROUNDS = 3
 
 
 def _widened(r, width):

@@ -1210,20 +1210,28 @@ def test_an_evaluated_call_that_every_lane_makes_needs_no_gathers(capsys):
         pbc.switch(UInt32(0, 0, 0), [lambda v: Float(1, 2)], x, mode='evaluated')
 
 
-def test_targets_of_an_evaluated_call_run_in_one_evaluation():
+def test_targets_of_an_evaluated_call_run_in_few_evaluations():
     # Each target writes its own lanes of the result: its scatter queues up behind those
-    # of the targets before it instead of running them first.
-    index = UInt32(np.arange(30) % 3)
+    # of the targets before it instead of running them first. Targets with lane counts of
+    # their own run in one evaluation, a kernel each; where counts repeat, in rounds (one
+    # kernel of two targets would be reused by no other call), unless they repeat all over.
     x = pbc.arange(Float, 30)
-    pbc.eval(index, x)
-    pbc.kernel_history_clear()
-    with pbc.scoped_set_flag(pbc.JitFlag.KernelHistory, True):
-        r = pbc.switch(index, [lambda v, k=k: v * k + k for k in (1.0, 2.0, 3.0)], x,
-                       mode='evaluated')
-        hist = pbc.kernel_history()
-    assert len(hist) == 1 and hist[0]['size'] == 10     # (equal lane counts: one kernel)
-    k = np.arange(30) % 3 + 1.0
-    assert r.numpy().tolist() == (np.arange(30) * k + k).tolist()
+
+    def kernel_sizes(keys, m):
+        index = UInt32(np.array(keys, dtype=np.uint32))
+        pbc.eval(index, x)
+        pbc.kernel_history_clear()
+        with pbc.scoped_set_flag(pbc.JitFlag.KernelHistory, True):
+            r = pbc.switch(index, [lambda v, k=k: v * k + k for k in range(1, m + 1)], x,
+                           mode='evaluated')
+            sizes = sorted(h['size'] for h in pbc.kernel_history())
+        k = np.array(keys) + 1.0
+        assert r.numpy().tolist() == (np.arange(30) * k + k).tolist()
+        return sizes
+
+    assert kernel_sizes(np.repeat([0, 1, 2], [12, 10, 8]), 3) == [8, 10, 12]
+    assert kernel_sizes(np.arange(30) % 3, 3) == [10, 10, 10]              # (3 rounds)
+    assert kernel_sizes(np.arange(30) % 6, 6) == [5]                       # (all in one)
 
 
 def test_disjoint_scatters_queue_up_and_plain_ones_keep_their_order():
