@@ -28,7 +28,7 @@ runtime = Extension(
     include_dirs=[numpy.get_include()],
     extra_compile_args=flags,
     extra_link_args=['-pthread'],
-    depends=['pbc/_pool.h', 'pbc/_print_capture.h'] + [
+    depends=['pbc/_pool.h', 'pbc/_print_capture.h', 'pbc/_partition.h'] + [
         os.path.join(d, f) for d in ('pbc', 'pbc/ad') for f in os.listdir(d)
         if f.endswith('.pxi')],
     language='c++',

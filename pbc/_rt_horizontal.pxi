@@ -297,12 +297,30 @@ def compress(ArrayBase mask):
     return wrap(mask._backend, T_UINT32, var_data(T_UINT32, total, job.dst, mask._backend))
 
 # ---- partition: the lanes of each key, in one counting pass and one writing pass ---------
+cdef extern from "_partition.h" nogil:
+    int PBC_PART_SIMD_KEYS     # 0 where the build has no AVX-512
+    void pbc_part_count_simd(const uint32_t* sel, int64_t lo, int64_t hi, uint32_t base,
+                             int m, int64_t* count)
+    void pbc_part_write_simd(const uint32_t* sel, int64_t lo, int64_t hi, uint32_t base,
+                             int m, uint32_t** out, int64_t* pos)
+
+cdef bint partition_simd = True    # (tests turn it off to check the scalar passes)
+
+def set_partition_simd(bint on):
+    """Whether partition may use its vector passes (where the build has them); returns
+    the previous setting."""
+    global partition_simd
+    old = partition_simd
+    partition_simd = on
+    return old
+
 ctypedef struct PJob:
     uint32_t* sel              # a key per lane
     uint32_t* keys             # sorted
     int nkeys
     int32_t* table             # slot of key - keys[0], or -1 (NULL: keys too spread out)
     uint32_t tsize
+    bint simd                  # few keys, consecutive: the vector passes (_partition.h)
     int64_t* count             # [part * nkeys + slot]: lanes, then write offsets
     uint32_t** out             # one index buffer per key
 
@@ -358,6 +376,10 @@ cdef void part_count_cb(int64_t start, int64_t end, void* params) noexcept nogil
     cdef int64_t lo[PART_WAYS + 1]
     cdef int32_t h[PART_WAYS][PART_LOCAL]
     part_bounds(start, end, lo, &common)
+    if job.simd:
+        for j in range(PART_WAYS):
+            pbc_part_count_simd(sel, lo[j], lo[j + 1], base, m, c + j * m)
+        return
     if table == NULL or m > PART_LOCAL:
         for s in range(PART_WAYS * m):
             c[s] = 0
@@ -394,6 +416,10 @@ cdef void part_write_cb(int64_t start, int64_t end, void* params) noexcept nogil
     cdef int64_t lo[PART_WAYS + 1]
     cdef int64_t pos[PART_WAYS][PART_LOCAL]
     part_bounds(start, end, lo, &common)
+    if job.simd:
+        for j in range(PART_WAYS):
+            pbc_part_write_simd(sel, lo[j], lo[j + 1], base, m, out, c + j * m)
+        return
     if table == NULL or m > PART_LOCAL:
         for j in range(PART_WAYS):
             for k in range(lo[j], lo[j + 1]):
@@ -458,6 +484,7 @@ def partition(ArrayBase selector, list keys):
     sizes = [0] * m
     job.table = NULL
     job.tsize = 0
+    job.simd = False
     try:
         for s in range(m):
             job.keys[s] = shifted[order[s]]
@@ -468,6 +495,8 @@ def partition(ArrayBase selector, list keys):
             memset(job.table, 0xFF, job.tsize * sizeof(int32_t))
             for s in range(m):
                 job.table[job.keys[s] - job.keys[0]] = s
+        job.simd = partition_simd and job.table != NULL and job.tsize == <uint32_t> m \
+            and m <= PBC_PART_SIMD_KEYS
         if n and m:
             run_parallel(part_count_cb, &job, n, RED_BLOCK)
         for s in range(m):

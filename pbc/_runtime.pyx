@@ -16,6 +16,7 @@ This module imports nothing from pbc. It is split into include files by concern:
   ad/tape.pxi     the AD graph beside the trace: nodes, scopes, traversal order
   _rt_template.pxi  library functions' traces recorded once and replayed
   _pool.h         the thread pool (C)
+  _partition.h    the vector passes of partition (C, AVX-512)
 """
 
 from cpython.object cimport PyObject, PyTypeObject

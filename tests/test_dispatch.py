@@ -210,6 +210,24 @@ def test_partition_of_many_blocks_matches_numpy(m):
         assert np.array_equal(lanes.numpy(), np.flatnonzero(sel == key))
 
 
+@settings(max_examples=40, deadline=None)
+@given(st.integers(1, 17), st.integers(0, 2 ** 32 - 18), st.data())
+def test_partition_of_consecutive_keys_matches_numpy(m, base, data):
+    # (up to 16 consecutive keys take the vector passes; lanes of other keys are skipped)
+    n = data.draw(st.sampled_from([1, 15, 16, 17, 100, 4096 * 4 + 3, 70_001]))
+    rng = np.random.default_rng(m * 7919 + n)
+    sel = (base + rng.integers(-2, m + 2, n)).astype(np.uint32)
+    keys = [base + k for k in rng.permutation(m)]
+    for simd in (True, False):
+        old = pbc._runtime.set_partition_simd(simd)
+        try:
+            groups = pbc._runtime.partition(UInt32(sel), keys)
+        finally:
+            pbc._runtime.set_partition_simd(old)
+        for key, lanes in zip(keys, groups):
+            assert np.array_equal(lanes.numpy(), np.flatnonzero(sel == key))
+
+
 @pytest.mark.parametrize('offset', [1, 7, 2 ** 32 - 3])
 def test_partition_of_an_offset_selector_matches_numpy(offset):
     # (x + c of evaluated x is read as x against keys - c: keys wrap around like the lanes)
