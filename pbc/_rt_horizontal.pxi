@@ -350,7 +350,8 @@ cdef enum:
     PART_WAYS = 4
     PART_LOCAL = 256    # keys whose counters live on the stack (more: in place, one by one)
 
-cdef inline void part_bounds(int64_t start, int64_t end, int64_t* lo, int64_t* common) noexcept nogil:
+cdef inline void part_bounds(int64_t start, int64_t end, int64_t* lo,
+                             int64_t* common) noexcept nogil:
     """lo[j]: where part j of [start, end) begins (lo[PART_WAYS] = end); common: the length
     of the last part, which no part is shorter than."""
     cdef int64_t q = (end - start + PART_WAYS - 1) // PART_WAYS
@@ -473,7 +474,8 @@ def partition(ArrayBase selector, list keys):
     cdef uint32_t i = keys_source(selector, &offset)
     shifted = [(k - offset) & 0xFFFFFFFF for k in keys]
     order = sorted(range(len(keys)), key=lambda j: shifted[j])
-    cdef int64_t n = vars[i].size, nparts = (n + RED_BLOCK - 1) // RED_BLOCK * PART_WAYS, b, c, total
+    cdef int64_t n = vars[i].size, b, c, total
+    cdef int64_t nparts = (n + RED_BLOCK - 1) // RED_BLOCK * PART_WAYS
     cdef int m = len(keys), s, everyone = -1
     cdef PJob job
     job.sel = <uint32_t*> vars[i].data

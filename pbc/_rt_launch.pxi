@@ -111,11 +111,11 @@ def group_summary(list ids, uint32_t size, list outputs):
 
 cdef object summarize(vector[uint32_t]& roots, uint32_t size, list outputs,
                       const unordered_set[uint32_t]* produced):
-    """(key, leaves) of a group, or None if it reads a node in `produced`. The key is a 128-bit hash of everything kernel assembly
-    reads from the records (ops, types, operand positions, literals, which loads are scalar,
-    the outputs), so equal keys assemble to the same Kernel. Leaves are
-    (position, address, size) of the memory the kernel reads and of the print sinks it
-    writes: what varies per launch."""
+    """(key, leaves) of a group, or None if it reads a node in `produced`. The key is a
+    128-bit hash of everything kernel assembly reads from the records (ops, types, operand
+    positions, literals, which loads are scalar, the outputs), so equal keys assemble to
+    the same Kernel. Leaves are (position, address, size) of the memory the kernel reads
+    and of the print sinks it writes: what varies per launch."""
     cdef vector[uint32_t] order
     cdef uint32_t r, i, d, p = 0
     cdef uint64_t h1 = 0x243F6A8885A308D3ULL, h2 = 0x13198A2E03707344ULL, w, lit
