@@ -393,6 +393,27 @@ def test_literal_tables_need_small_keys_and_stay_out_of_nested_calls(monkeypatch
     assert [len(set(c.code)) for c in k.calls] == [1, 1, 2] and k.tabled_literals == 2
 
 
+@pytest.mark.parametrize('mode', ['symbolic', 'evaluated'])
+def test_constants_in_tables_inside_loops(mode):
+    # (the tables' pointers come first in the kernel; the gathers by key, in the loop body)
+    n = 50
+    keys = np.arange(n) % 3
+    x0 = np.linspace(0, 1, n).astype(np.float32)
+    funcs = [lambda v, k=k: v * k + 0.5 * k for k in (0.5, 0.25, 0.125)]
+    pbc.kernel_history_clear()
+    with pbc.scoped_set_flag(pbc.JitFlag.KernelHistory, True):
+        _, x = pbc.while_loop((UInt32(0), Float(x0)), lambda i, x: i < 4,
+                              lambda i, x: (i + 1, pbc.switch(UInt32(keys), funcs, x)),
+                              mode=mode)
+        got = x.numpy()
+        assert pbc.kernel_history()[-1]['call_literals_tabled'] == 2
+    ks = np.array([0.5, 0.25, 0.125], np.float32)[keys]
+    want = x0
+    for _ in range(4):
+        want = want * ks + np.float32(0.5) * ks
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
 def test_kernels_differing_in_constants_share_compiled_code():
     # The constants live in the launch's tables, not in the code: a second call with other
     # constants reuses the compiled kernel, and each sees its own tables.
