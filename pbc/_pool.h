@@ -134,7 +134,9 @@ static int pbc_pool_run(pbc_fn fn, void *params, int64_t n, int64_t block, int t
     int64_t nblocks = (n + block - 1) / block;
     int rc = 0;
     if (nblocks <= 1 || threads <= 1) {
-        fn(0, n, params);
+        /* One call per block, as on several threads: callbacks keep state per block. */
+        for (int64_t b = 0; b < nblocks; b++)
+            fn(b * block, (b + 1) * block < n ? (b + 1) * block : n, params);
         return 0;
     }
     pthread_mutex_lock(&pbc_pool.mu);

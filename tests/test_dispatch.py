@@ -228,6 +228,29 @@ def test_partition_of_consecutive_keys_matches_numpy(m, base, data):
             assert np.array_equal(lanes.numpy(), np.flatnonzero(sel == key))
 
 
+@pytest.mark.parametrize('simd', [True, False])
+def test_partition_and_compress_on_one_thread(simd):
+    # One thread runs the blocks one by one, as several would: the passes keep counts per
+    # block (they once got the whole range in one call and read others' counts unset).
+    rng = np.random.default_rng(5)
+    sel = rng.integers(0, 10, 200_003).astype(np.uint32)
+    threads = pbc._runtime.thread_count()
+    old = pbc._runtime.set_partition_simd(simd)
+    pbc._runtime.set_thread_count(1)
+    try:
+        for _ in range(3):
+            garbage = [np.full(k, -1, np.int64) for k in range(1, 300)]   # (reused memory)
+            del garbage
+            groups = pbc._runtime.partition(UInt32(sel), list(range(8)))
+            for key, lanes in zip(range(8), groups):
+                assert np.array_equal(lanes.numpy(), np.flatnonzero(sel == key))
+            assert np.array_equal(pbc.compress(Bool(sel % 3 == 0)).numpy(),
+                                  np.flatnonzero(sel % 3 == 0))
+    finally:
+        pbc._runtime.set_thread_count(threads)
+        pbc._runtime.set_partition_simd(old)
+
+
 @pytest.mark.parametrize('offset', [1, 7, 2 ** 32 - 3])
 def test_partition_of_an_offset_selector_matches_numpy(offset):
     # (x + c of evaluated x is read as x against keys - c: keys wrap around like the lanes)
