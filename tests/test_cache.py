@@ -128,8 +128,8 @@ def test_vector_width_follows_the_dependence_chains():
 
 def test_loop_free_kernels_get_the_short_pipeline(monkeypatch):
     # Kernels without loops (calls included) are optimized by a few passes (instruction
-    # selection does the rest); symbolic loops, per-lane atomics and calls whose targets
-    # are all inlined on request (PBC_INLINE_CALLS) get O2.
+    # selection does the rest); symbolic loops (but those around calls), per-lane atomics
+    # and calls whose targets are all inlined on request (PBC_INLINE_CALLS) get O2.
     from pbc.backend.llvm_jit import _short_pipeline
 
     def kernel(build):
@@ -156,6 +156,14 @@ def test_loop_free_kernels_get_the_short_pipeline(monkeypatch):
         return v
 
     assert not _short_pipeline(kernel(lambda: loop(x)))
+    # A loop around a call gets the short pipeline too; a call after a loop does not.
+    targets = [lambda v: v * 2 + 1, pbc.sin]
+    around = kernel(lambda: pbc.while_loop(
+        (x, pbc.llvm.UInt32(0)), lambda v, i: i < 3,
+        lambda v, i: (pbc.switch(index % 2, targets, v), i + 1), mode='symbolic')[0])
+    assert around.loops and around.calls and _short_pipeline(around)
+    after = kernel(lambda: pbc.switch(index % 2, targets, loop(x)))
+    assert after.loops and after.calls and not _short_pipeline(after)
 
 
 BATCH_SCRIPT = textwrap.dedent('''
