@@ -56,9 +56,8 @@ def take_kernels(backend='llvm'):
     for inspecting or rendering what eval() would launch."""
     roots, groups = _runtime.take_groups()
     try:
-        return [assemble(backend, outputs, _runtime.group_records(ids), size,
-                         flag(JitFlag.OptimizeLoops), flag(JitFlag.MergeFunctions),
-                         flag(JitFlag.OptimizeCalls))[0]
+        options = _options()
+        return [assemble(backend, outputs, _runtime.group_records(ids), size, *options)[0]
                 for _, size, outputs, _, ids in groups]
     finally:
         _runtime.release_roots(roots)
@@ -80,7 +79,7 @@ def _compile_ahead(groups, summaries):
     compile_many), before the first runs: those with a summary (see group_summaries), whose
     kernels are the same now as when they run. {group key: (CompiledKernel, code
     generation time)} of those compiled."""
-    jobs, codegen = [], []
+    jobs, codegen, keys = [], [], set()
     options = _options()
     for (code, size, outputs, _, ids), summary in zip(groups, summaries):
         if summary is None or BACKENDS[code] != 'llvm':
@@ -88,7 +87,8 @@ def _compile_ahead(groups, summaries):
         t0 = time.perf_counter()
         be = _backend(code)
         key = _group_key(size, summary[0], options)
-        if be.lookup(key) is None and all(key != job[2] for job in jobs):
+        if key not in keys and be.lookup(key) is None:
+            keys.add(key)
             kernel, layout = assemble(be.name, outputs, _runtime.group_records(ids), size,
                                       *options)
             jobs.append((kernel, layout, key))
