@@ -260,7 +260,7 @@ def _call(selector, targets, args, mode, what, mask=None):
     if mode == 'evaluated' and not _runtime.recording_depth():
         # (without an outer mask, lanes with selector 0 select nothing already)
         keys = selector if outer is None else select(active, selector, 0)
-        return _evaluated(keys, targets, args, what)
+        return _evaluated(keys, targets, args, flat, what)
     return _symbolic(selector, active, targets, flat, what)
 
 
@@ -527,9 +527,10 @@ def _as_arrays(r, like):
     return r if parts is None else rebuild(r, [_as_arrays(p, like) for p in parts])
 
 
-def _evaluated(selector, targets, args, what):
+def _evaluated(selector, targets, args, flat, what):
     """Each target called on just its lanes (those where `selector` is its key): their
-    arguments gathered, results scattered into zeros, a kernel per target."""
+    arguments gathered, results scattered into zeros, a kernel per target. (flat:
+    flatten() of the arguments.)"""
     Bool = _runtime.class_for(selector, 'bool')
     width = len(selector)                 # (_call made it as wide as the arguments)
     # The lanes of every target, in one partition pass over the (evaluated) selector.
@@ -537,7 +538,7 @@ def _evaluated(selector, targets, args, what):
     out = first = None
     for members in _rounds(targets, groups):
         for (_key, fn, obj), lanes in members:
-            out, first = _run_on_lanes(fn, obj, args, lanes, width, Bool, selector, what,
+            out, first = _run_on_lanes(fn, obj, flat, lanes, width, Bool, selector, what,
                                        out, first)
         # One evaluation per round: its targets' kernels compile together (see
         # compile_many) and launch back to back.
@@ -553,12 +554,12 @@ def _evaluated(selector, targets, args, what):
     return out
 
 
-def _run_on_lanes(fn, obj, args, lanes, width, Bool, selector, what, out, first):
+def _run_on_lanes(fn, obj, flat, lanes, width, Bool, selector, what, out, first):
     """Traces target fn on its `lanes` and queues the scatter of its results into `out`
     (made by the first target: zeros of its results' structure). Returns (out, first)."""
     # A target that every lane calls needs neither the gathers nor the scatters.
     whole = len(lanes) == width
-    arrays, build = flatten(args)
+    arrays, build = flat
     sub = build([type(a)(a) if whole or len(a) == 1 else gather(type(a), a, lanes)
                  for a in arrays])
     _enter(id(obj), what)
@@ -589,11 +590,14 @@ def _run_on_lanes(fn, obj, args, lanes, width, Bool, selector, what, out, first)
         _active_calls.pop()
 
 
+MAX_ROUNDS = 3
+
+
 def _rounds(targets, groups):
     """The targets that some lane calls, with their lanes, in rounds that evaluate
     together: each round's targets have lane counts of their own, as the kernels of one
-    size would fuse into one kernel of both targets, which no other call reuses (where
-    counts repeat all over, as many rounds as that would be: all in one)."""
+    size would fuse into one kernel of both targets, which no other call reuses. Where
+    that takes more than MAX_ROUNDS rounds (counts repeat all over), one round of all."""
     rounds = []
     for target, lanes in zip(targets, groups):
         n = len(lanes)
@@ -609,9 +613,6 @@ def _rounds(targets, groups):
     if len(rounds) > MAX_ROUNDS:
         return [[m for _, members in rounds for m in members]]
     return [members for _, members in rounds]
-
-
-MAX_ROUNDS = 3
 
 
 def _widened(r, width):
