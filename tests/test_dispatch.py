@@ -487,6 +487,40 @@ def test_symbolic_call_runs_targets_by_branching():
     assert y.numpy().tolist() == [[2, 3, 2][k % 3] for k in range(40)]
 
 
+@pytest.mark.parametrize('m, shared', [(5, False), (16, False), (40, True), (17, False),
+                                       (40, False)])
+def test_vectors_run_their_targets_in_either_order(m, shared):
+    # Up to ORDERED_CODES distinct codes, a vector runs its targets' codes smallest first,
+    # with more, the first lane's first; with `shared` (i mod 5), 40 targets have 5 codes.
+    # Indices past the targets, masked lanes and lanes of one target in a row all occur.
+    from pbc.backend.llvm_render import ORDERED_CODES
+    rng = np.random.default_rng(m)
+    n = 3000
+    idx = rng.integers(0, m + 3, n).astype(np.uint32)
+    idx[1000:1100] = 2
+    active = rng.random(n) < 0.9
+    x = rng.uniform(-1, 1, n).astype(np.float32)
+    steps = [(k % 5 if shared else k) + 1 for k in range(m)]
+
+    def halve(v, n):                           # (code of its own for each n)
+        for _ in range(n):
+            v = v * 0.5 + 1.0
+        return v
+
+    funcs = [(lambda k: lambda v, active: halve(v, k))(n) for n in steps]   # (active: True)
+    y = pbc.switch(UInt32(idx), funcs, Float(x), Bool(active), mode='symbolic')
+    pbc.schedule(y)
+    kernel, = pbc.evaluate.take_kernels()
+    assert len(set(kernel.calls[0].code)) == len(set(steps))
+    assert (len(set(steps)) <= ORDERED_CODES) == (m <= 16 or shared)
+    y = pbc.switch(UInt32(idx), funcs, Float(x), Bool(active), mode='symbolic')
+    expected = np.zeros(n, np.float32)
+    for k, steps_k in enumerate(steps):
+        lanes = (idx == k) & active
+        expected[lanes] = halve(x[lanes], steps_k)
+    assert np.array_equal(y.numpy(), expected)
+
+
 def _subroutines(ir):
     """{function name: (number of caller values it takes, its attribute group)}."""
     out = {}
