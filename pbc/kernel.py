@@ -5,6 +5,7 @@ is reached only through parameter slots, so the same Kernel (and the same render
 serves any launch size and any buffers; this is what makes the kernel caches effective.
 """
 
+import functools
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import NamedTuple
@@ -24,6 +25,11 @@ class Instr(NamedTuple):
     slot: int = -1     # parameter slot (load, load1, store, ptr: slot+1 holds its size;
                        # print: its sink)
     text: str = ''     # print: a C printf format of its values (for device printf)
+
+
+# Instr from all its fields at once: tuple's own constructor, without the keyword handling
+# of NamedTuple's (assembly makes one per instruction).
+_instr = functools.partial(tuple.__new__, Instr)
 
 
 class Param(NamedTuple):
@@ -167,19 +173,21 @@ def assemble(backend, outputs, records, size, optimize_loops=True, merge_functio
         sources.append(source)
         return len(k.params) - 1
 
-    order = _loop_order(records)
-    if len(order) > 1 and any(TRACE_OPS[r[1]] in ('loop_end', 'call') for r in records):
+    present = {r[1] for r in records}            # op codes
+    structured = LOOP_END in present or CALL in present
+    order = _loop_order(records) if structured else list(range(len(records)))
+    if len(order) > 1 and structured:
         live = _live(records, outputs, optimize_loops, optimize_calls)
-        k.loop_state = sum(1 for p in order if TRACE_OPS[records[p][1]] == 'loop_phi')
-        k.removed_state = sum(1 for p in order if TRACE_OPS[records[p][1]] == 'loop_phi'
-                              and p not in live)
+        phis = [p for p in order if records[p][1] == LOOP_PHI]
+        k.loop_state = len(phis)
+        k.removed_state = sum(1 for p in phis if p not in live)
         order = [p for p in order if p in live]
         k.call_inputs = sum((records[p][5] >> 32) * (len(records[p][4]) - 2) for p in order
-                            if TRACE_OPS[records[p][1]] == 'call')
+                            if records[p][1] == CALL)
         k.removed_inputs = k.call_inputs - sum(1 for p in order
-                                               if TRACE_OPS[records[p][1]] == 'call_arg')
+                                               if records[p][1] == CALL_ARG)
     code_of, varying = {}, {}
-    if merge_functions and any(TRACE_OPS[r[1]] == 'call' for r in records):
+    if merge_functions and CALL in present:
         order, code_of, varying = _merge_targets(records, order)
     reg_of = {}
     loop_of = {}                 # loop_start position -> loop number
@@ -208,7 +216,7 @@ def assemble(backend, outputs, records, size, optimize_loops=True, merge_functio
             assert len(deps) == ARITY[op], (op, deps)
             args = tuple([reg_of[d] for d in deps]) if pos not in replaced else tuple(
                 [replaced[pos].get(i, reg_of[d]) for i, d in enumerate(deps)])
-            k.instrs.append(Instr(op, tname, args, lit, extra))
+            k.instrs.append(_instr((op, tname, args, lit, extra, -1, '')))
         elif op == 'data':
             if scalar or vsize == 1:
                 k.instrs.append(Instr(LOAD1, tname, slot=add_param('in1', tname, (pos, 0))))
@@ -325,7 +333,9 @@ def _table_pointers(k, operands, add_param, tables):
 # The trace ops that assembly turns into something other than one instruction of the same
 # op on the same operands.
 STRUCTURE = frozenset({'data', 'ptr', 'lane_ptr', 'print', *LOOP_OPS, *CALL_OPS})
-LOOP_START = TRACE_OPS.index('loop_start')
+LOOP_START, LOOP_END, LOOP_PHI = (TRACE_OPS.index(name)
+                                  for name in ('loop_start', 'loop_end', 'loop_phi'))
+CALL, CALL_ARG = TRACE_OPS.index('call'), TRACE_OPS.index('call_arg')
 LOAD, LOAD1, STORE = op_named('load'), op_named('load1'), op_named('store')
 GATHER, LITERAL = op_named('gather'), TRACE_OPS.index('literal')
 # Ops whose literal operands merged targets keep: structure, and divisors, which LLVM turns
@@ -414,10 +424,9 @@ def _merge_targets(records, order):
 
 def _loop_order(records):
     """Record positions with each loop's body gathered between its loop_start and loop_end,
-    the test first. The topological order already has every operand of a loop (inside or
-    outside) before its loop_end, so the body moves there as a block, nested loops inside."""
-    if not any(TRACE_OPS[r[1]] in ('loop_end', 'call') for r in records):
-        return list(range(len(records)))
+    the test first (and each call target's code between its call_start and call_end). The
+    topological order already has every operand of a loop (inside or outside) before its
+    loop_end, so the body moves there as a block, nested loops inside."""
     members = {}
     for pos, r in enumerate(records):
         members.setdefault(r[7], []).append(pos)
@@ -496,23 +505,29 @@ def _find_inputs(k):
     included; targets that run another's code (merged) share its inputs."""
     open_ = []                                   # (start register, inputs) of the open targets
     found = {}                                   # (call, target) -> its inputs
-    for reg, ins in enumerate(k.instrs):
-        op = ins.op
+    for reg, (op, _, refs, literal, extra, *_) in enumerate(k.instrs):
         if op == 'call_start':
             open_.append((reg, set()))
             continue
-        refs = ins.args
+        if not open_:
+            continue
         if op == 'loop_end':
-            refs = k.loops[ins.literal].updates
+            refs = k.loops[literal].updates
         elif op == 'call_end':
-            refs = [o for o in k.calls[ins.literal].outputs[ins.extra] if o >= 0]
-        for a in refs:
-            for start, inputs in reversed(open_):       # innermost first
-                if a >= start:
-                    break
-                inputs.add(a)
+            refs = [o for o in k.calls[literal].outputs[extra] if o >= 0]
+        if len(open_) == 1:                      # (mostly: no nested call)
+            start, inputs = open_[0]
+            for a in refs:
+                if a < start:
+                    inputs.add(a)
+        else:
+            for a in refs:
+                for start, inputs in reversed(open_):       # innermost first
+                    if a >= start:
+                        break
+                    inputs.add(a)
         if op == 'call_end':
-            found[ins.literal, ins.extra] = sorted(open_.pop()[1])
+            found[literal, extra] = sorted(open_.pop()[1])
     for n, call in enumerate(k.calls):
         call.inputs = [found[n, t] for t in call.code]
 
@@ -525,26 +540,29 @@ def _find_sharing(k):
     shape = {}                                   # register -> its structure's number
     numbers = {}                                 # structure -> number
     seen = [set() for _ in k.calls]
-    for reg, ins in enumerate(k.instrs):
-        op = ins.op
+    size = [0] * len(k.calls)
+    start = 0
+    for reg, (op, tname, args, literal, extra, _, _) in enumerate(k.instrs):
         if op == 'call_start':
-            open_.append((ins.literal, reg))
+            open_.append((literal, reg))
+            start = open_[0][1]                  # structure relative to the outermost target
+            # (a nested call_start's register as an operand: a value of its own)
+            shape[reg] = ('r', reg)
             continue
         if op == 'call_end':
             open_.pop()
             continue
         if not open_:
             continue
-        start = open_[0][1]                      # structure relative to the outermost target
         # (caller values as ~register, negative; operands inside by their structure)
-        key = (op, ins.type, ins.literal, ins.extra,
-               tuple(~a if a < start else shape.get(a, ('r', a)) for a in ins.args))
+        key = (op, tname, literal, extra,
+               tuple([~a if a < start else shape[a] for a in args]))
         number = shape[reg] = numbers.setdefault(key, len(numbers))
         for n, _ in open_:
-            k.calls[n].size += 1
+            size[n] += 1
             seen[n].add(number)
-    for call, numbers_seen in zip(k.calls, seen):
-        call.distinct = len(numbers_seen)
+    for call, numbers_seen, n in zip(k.calls, seen, size):
+        call.size, call.distinct = n, len(numbers_seen)
 
 
 def _find_uniform(k):
@@ -555,9 +573,10 @@ def _find_uniform(k):
     candidates = {reg for loop in k.loops for reg in loop.phis}
     while True:
         uniform = set()
-        for reg, ins in enumerate(ops):
-            if ins.op in ('literal', 'load1') or (ins.op == 'loop_phi' and reg in candidates) \
-                    or (ins.op in UNIFORM_OPS and all(a in uniform for a in ins.args)):
+        for reg, (op, _, args, *_) in enumerate(ops):
+            # (literals and scalar loads: ops of no operands)
+            if op in UNIFORM_OPS and uniform.issuperset(args) or (
+                    op == 'loop_phi' and reg in candidates):
                 uniform.add(reg)
         for loop in k.loops:
             loop.uniform = ops[loop.cond].args[0] in uniform
