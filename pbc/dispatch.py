@@ -407,11 +407,14 @@ def _devirtualize(starts, outs, results, calling, effects):
     arguments, outside values and literals) are computed once outside the call instead:
     the call's copies are then unused and dropped with their code (OptimizeCalls). With
     side effects in the targets, only outputs that are such values themselves are (a
-    computation moved after the call could see memory the targets wrote)."""
+    computation moved after the call could see memory the targets wrote). So are those of
+    a single target: its call runs its code once per vector, in place (see llvm_render's
+    call_head), as a copy outside would, and copying it cost as much as recording it."""
+    ops = not effects and len(starts) > 1
     lanes = None
     for k, leaf in enumerate(outs[0]):
         others = [(s, o[k].index) for s, o in zip(starts[1:], outs[1:])]
-        if _runtime.call_outputs_alike(starts[0], leaf.index, others, not effects):
+        if _runtime.call_outputs_alike(starts[0], leaf.index, others, ops):
             T = type(results[k])
             value = _runtime.wrap_index(T, _runtime.call_hoist(starts[0], leaf.index))
             lanes = calling() if lanes is None else lanes

@@ -521,6 +521,39 @@ def test_vectors_run_their_targets_in_either_order(m, shared):
     assert np.array_equal(y.numpy(), expected)
 
 
+@pytest.mark.parametrize('merged', [False, True])
+def test_a_call_of_one_code_runs_it_without_a_loop(merged):
+    # One target (or several of one code) keeps its computed outputs in the call, which
+    # runs the code once for the lanes that call it: no loop picks them, nothing is copied
+    # out of the call. Lanes past the targets, masked-off lanes and lanes past the end of
+    # the last vector (n is no multiple of the width) give zeros and write nothing.
+    n = 1003
+    rng = np.random.default_rng(3)
+    idx = rng.integers(0, 4 if merged else 2, n).astype(np.uint32)
+    active = rng.random(n) < 0.8
+    x = rng.uniform(0, 2, n).astype(np.float32)
+    hits = UInt32(np.zeros(n, np.uint32))
+
+    def target(v, active):
+        pbc.scatter_add(hits, UInt32(1), pbc.arange(UInt32, n), active)
+        return pbc.sqrt(v) * 3 + 1
+
+    funcs = [target] * (3 if merged else 1)
+    y = pbc.switch(UInt32(idx), funcs, Float(x), Bool(active), mode='symbolic')
+    pbc.schedule(y)
+    kernel, = pbc.evaluate.take_kernels()
+    call, = kernel.calls
+    assert len(set(call.code)) == 1 and sum(i.op == 'sqrt' for i in kernel.instrs) == 1
+    from pbc.backend.llvm_render import render
+    ir = render(kernel, 16)
+    assert '%C0.head' not in ir and 'switch' not in ir
+    hits = UInt32(np.zeros(n, np.uint32))
+    y = pbc.switch(UInt32(idx), funcs, Float(x), Bool(active), mode='symbolic')
+    calls = active & (idx < len(funcs))
+    assert np.array_equal(y.numpy(), np.where(calls, np.sqrt(x) * 3 + 1, 0).astype(np.float32))
+    assert np.array_equal(hits.numpy(), calls.astype(np.uint32))
+
+
 def _subroutines(ir):
     """{function name: (number of caller values it takes, its attribute group)}."""
     out = {}

@@ -113,8 +113,9 @@ class LLVMBackend:
         vector op then becomes two independent instructions, which pays off where the code
         is one dependent chain: loops above all (about 2x on x = (x + 1) ^ x, 1.3x on the
         ambient occlusion sample), whose chains run through every iteration, short
-        straight-line chains (an unrolled loop), and symbolic calls, whose targets then run
-        once for twice the lanes (8 series targets: 4.5 -> 2.7 ms). Other straight-line
+        straight-line chains (an unrolled loop), and symbolic calls of several codes, whose
+        targets then run once for twice the lanes (8 series targets: 4.5 -> 2.7 ms); a call
+        of one code runs it once per vector either way. Other straight-line
         code has independent work to overlap already, or is too short for latency to
         matter: there two registers only cost compile time and registers (sin, exp and log,
         about 2.5 instructions per step, ran 7-13% slower; a reverse-mode gradient with 1.8
@@ -126,7 +127,8 @@ class LLVMBackend:
         elif kernel.loops:
             wide = kernel.ir_ops <= WIDE_LIMIT_LOOPS
         else:
-            wide = kernel.ir_ops <= WIDE_LIMIT and (bool(kernel.calls) or _is_chain(kernel))
+            wide = kernel.ir_ops <= WIDE_LIMIT and (
+                any(len(set(call.code)) > 1 for call in kernel.calls) or _is_chain(kernel))
         return self.width * 2 if wide else self.width
 
     def lookup(self, group_key):

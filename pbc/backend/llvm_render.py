@@ -626,8 +626,23 @@ class _Renderer:
     def call_head(self, n, call):
         M, W, c = self.masks, self.W, f'%C{n}'
         I = f'i{W}'
-        self.body.append(f'  {c}.rem0 = and {M} {self.names[call.active]}, %active')
+        # (Lanes past the end may run a target: its memory accesses, loops and prints
+        # leave them out on their own, as everywhere, and the stores after it are of whole
+        # vectors anyway. Testing %active here would cost each vector its computation.)
+        self.body.append(f'  {c}.rem0 = and {M} {self.names[call.active]}, '
+                         f'{self.const("bool", 1)}')
         sel, cases = self.call_codes(n, call)
+        if len(set(call.code)) == 1:
+            # One code: the lanes that run it are known at once, no loop picks them.
+            (value, t), = cases
+            self.splat_to(f'{c}.keys', 'i32', value)
+            self.body += [f'  {c}.same = icmp eq {self.vec("i32")} {sel}, {c}.keys',
+                          f'  {c}.m = and {M} {c}.same, {c}.rem0',
+                          f'  {c}.bits = bitcast {M} {c}.m to {I}',
+                          f'  {c}.any = icmp ne {I} {c}.bits, 0',
+                          f'  br i1 {c}.any, label %C{n}.t{t}, label {c}.merge']
+            self.call_state[n] = (self.block, None, [])
+            return
         pre = self.block
         self.body.append(f'  br label {c}.head')
         self.label(f'C{n}.head')
@@ -660,18 +675,19 @@ class _Renderer:
         self.splat_to(f'{c}.keys', 'i32', f'{c}.key')
         self.body += [f'  {c}.same = icmp eq {V} {sel}, {c}.keys',
                       f'  {c}.m = and {M} {c}.same, {c}.rem',
-                      f'  switch i32 {c}.key, label {c}.merge [ {cases} ]']
+                      f'  switch i32 {c}.key, label {c}.merge [ ' + ' '.join(
+                          f'i32 {value}, label %C{n}.t{t}' for value, t in cases) + ' ]']
         self.call_state[n] = (pre, lines, [])
 
     def call_codes(self, n, call):
-        """What the lanes' targets are told apart by, and the switch cases: their keys, or,
-        where merged targets share code, the number of that code (1 + its target), so
-        that one pass runs a shared code for all the lanes of all its keys."""
+        """What the lanes' targets are told apart by, and the cases, (value, target) with
+        the value as text: their keys, or, where merged targets share code, the number of
+        that code (1 + its target), so that one pass runs a shared code for all the lanes
+        of all its keys."""
         keys, codes = call.keys, call.code
         if len(set(codes)) == len(codes):
-            return self.names[call.selector], ' '.join(
-                f'i32 {scalar_constant("uint32", key)}, label %C{n}.t{t}'
-                for key, t in zip(keys, codes))
+            return self.names[call.selector], [(scalar_constant('uint32', key), t)
+                                               for key, t in zip(keys, codes)]
         c, V = f'%C{n}', self.vec('i32')
         sel = self.names[call.selector]
         if max(keys) < CODE_TABLE_KEYS:  # a table from key to code, read with one gather
@@ -702,7 +718,7 @@ class _Renderer:
                               f'{self.const("uint32", t + 1)}, {V} {prev}']
                 prev = f'{c}.kc{j}'
             self.body.append(f'  {c}.code = add {V} {prev}, zeroinitializer')
-        return f'{c}.code', ' '.join(f'i32 {t + 1}, label %C{n}.t{t}' for t in sorted(set(codes)))
+        return f'{c}.code', [(str(t + 1), t) for t in sorted(set(codes))]
 
     def op_call_arg(self, ins, r, reg):
         self.names[reg] = self.names[ins.args[0]]
@@ -717,7 +733,7 @@ class _Renderer:
         body = self.body
         self.body, self.block, start = self.outer.pop()
         f, c = f'@C{n}.f{t}', f'%C{n}.c{t}'
-        attrs = '#2' if self.inlined(reg - start) else '#1'
+        attrs = '#2' if self.inlined(reg - start, self.k.calls[n]) else '#1'
         rtype = '{ ' + ', '.join(T for _, T in outs) + ' }' if outs else 'void'
         ret = []
         for k, (v, T) in enumerate(outs):
@@ -745,13 +761,14 @@ class _Renderer:
         self.call_state[n][2].append((self.block, merged))
         self.body.append(f'  br label %C{n}.merge')
 
-    def inlined(self, size):
-        """Whether a target of `size` instructions is inlined into the kernel (alwaysinline)
-        rather than called (noinline). Targets stay subroutines: inlined, many large
-        targets make one huge function that LLVM optimizes slowly (mostly InstCombine) and
-        into slower code. Only targets too small to pay for a call are inlined, or all of
+    def inlined(self, size, call):
+        """Whether a target of `size` instructions of `call` is inlined into the kernel
+        (alwaysinline) rather than called (noinline). Targets stay subroutines: inlined,
+        many large targets make one huge function that LLVM optimizes slowly (mostly
+        InstCombine) and into slower code. Only targets too small to pay for a call are
+        inlined, the code of a call that has only one (it runs in one place), or all of
         them where inline_all() says so."""
-        return self.inline_all or size <= INLINE_SIZE
+        return self.inline_all or size <= INLINE_SIZE or len(set(call.code)) == 1
 
     def target_params(self, inputs):
         """(name, type) of the parameters of a target's function: the names of the caller's
@@ -777,6 +794,15 @@ class _Renderer:
         self.label(f'C{n}.merge')
         types = {k: self.vec(SCALAR[self.k.instrs[res].type])
                  for k, res in enumerate(call.results) if res >= 0}
+        if lines is None:                             # one code, no loop (see call_head)
+            (block, outs), = preds
+            for k, T in types.items():                # (phis first: a block starts with them)
+                self.body.append(f'  {c}.v{k} = phi {T} [ {outs[k]}, %{block} ], '
+                                 f'[ zeroinitializer, %{pre} ]')
+            for k, T in types.items():
+                self.body.append(f'  {c}.o{k} = select {M} {c}.m, {T} {c}.v{k}, {T} '
+                                 'zeroinitializer')
+            return
         for k, T in types.items():                    # phis first: a block starts with them
             incoming = ', '.join(f'[ {outs[k]}, %{block} ]' for block, outs in preds)
             self.body.append(f'  {c}.v{k} = phi {T} {incoming}, [ zeroinitializer, {c}.pick ]')
