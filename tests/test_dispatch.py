@@ -554,6 +554,37 @@ def test_a_call_of_one_code_runs_it_without_a_loop(merged):
     assert np.array_equal(hits.numpy(), calls.astype(np.uint32))
 
 
+def test_a_call_of_one_code_in_a_loop_skips_vectors_without_callers():
+    # Inside a loop lanes finish at different iterations: the code is branched around for
+    # vectors where no lane calls it, and lanes that finished neither change nor write.
+    n = 1000
+    steps = np.random.default_rng(4).integers(0, 40, n).astype(np.uint32)
+    hits = UInt32(np.zeros(n, np.uint32))
+    lane = pbc.arange(UInt32, n)
+
+    def target(v, active):
+        pbc.scatter_add(hits, UInt32(1), lane, active)
+        return v * 0.5 + 1
+
+    def body(i, v):
+        return i + 1, pbc.switch(UInt32(0), [target], v, Bool(True))
+
+    limit = UInt32(steps)
+    i, v = pbc.while_loop((UInt32(0), Float(np.zeros(n, np.float32))),
+                          lambda i, v: i < limit, body)
+    pbc.schedule(v)
+    kernel, = pbc.evaluate.take_kernels()
+    from pbc.backend.llvm_render import render
+    assert 'br i1 %C0.any, label %C0.t0, label %C0.merge' in render(kernel, 16)
+    i, v = pbc.while_loop((UInt32(0), Float(np.zeros(n, np.float32))),
+                          lambda i, v: i < limit, body)
+    expected = np.zeros(n, np.float32)
+    for k in range(n):
+        for _ in range(steps[k]):
+            expected[k] = expected[k] * np.float32(0.5) + np.float32(1)
+    assert np.array_equal(v.numpy(), expected) and np.array_equal(hits.numpy(), steps)
+
+
 def _subroutines(ir):
     """{function name: (number of caller values it takes, its attribute group)}."""
     out = {}
