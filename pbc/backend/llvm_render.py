@@ -122,7 +122,7 @@ ATOMIC = {('add', 'f'): 'fadd', ('add', 'i'): 'add', ('add', 'u'): 'add',
           ('and', 'i'): 'and', ('and', 'u'): 'and', ('and', 'b'): 'and',
           ('or', 'i'): 'or', ('or', 'u'): 'or', ('or', 'b'): 'or'}
 CODE_TABLE_KEYS = 1 << 16      # call keys below this: a table maps them to shared code
-ORDERED_CODES = 16             # calls of up to this many codes run a vector's in order
+ORDERED_CODES = range(4, 17)   # calls of this many codes run a vector's in order
 # Targets of at most this many instructions are inlined: the call (spilling the caller's
 # vectors, which no vector register survives) would cost more than their code.
 INLINE_SIZE = 32
@@ -663,13 +663,16 @@ class _Renderer:
                       f'  {c}.any = icmp ne {I} {c}.bits, 0',
                       f'  br i1 {c}.any, label {c}.pick, label {c}.exit']
         self.label(f'C{n}.pick')
-        if len(set(call.code)) <= ORDERED_CODES:
+        if len(set(call.code)) in ORDERED_CODES:
             # The smallest code left, rather than the first lane's: a vector then runs its
             # codes in increasing order, a sequence of switch targets that the branch
             # predictor learns where vectors hold the same few codes (10^6 lanes, random
-            # targets: 8 series targets 3.2 -> 1.6 ms, i mod 5 of 8 targets 1.7 -> 1.1 ms,
-            # of 64 2.2 -> 1.8 ms). Among many codes the sequence is a random subset
-            # anyway, and the first lane is cheaper to find.
+            # targets: 4 series targets 1.06 -> 0.65 ms, 8 of them 3.2 -> 1.6 ms, i mod 5
+            # of 8 targets 1.7 -> 1.1 ms, of 64 2.2 -> 1.8 ms). Among many codes the
+            # sequence is a random subset anyway; the few orders of two or three codes the
+            # predictor learns as they come (2 series targets 0.31 vs 0.24 ms, the callopt
+            # benchmark's 3 materials 3.2 vs 3.1 ms), and the first lane is cheaper to find
+            # (and to compile: 1-2 ms less there).
             umin = f'vector.reduce.umin.v{W}i32'
             self.decls[f'declare i32 @llvm.{umin}({V})'] = None
             none = self.const('uint32', 0xFFFFFFFF)
