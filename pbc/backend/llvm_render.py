@@ -619,6 +619,8 @@ class _Renderer:
         if t == 0:
             self.call_head(n, self.k.calls[n])
         self.label(f'C{n}.t{t}')
+        if len(set(self.k.calls[n].code)) == 1:
+            return          # one code: rendered in place (see call_head), names as they are
         # The target's code becomes a function of its own: render it into a fresh body.
         self.outer.append((self.body, self.block, reg))
         self.body, self.block = [], f'C{n}.t{t}.entry'
@@ -738,12 +740,17 @@ class _Renderer:
 
     def op_call_end(self, ins, r, reg):
         n, t = ins.literal, ins.extra
+        if len(set(self.k.calls[n].code)) == 1:        # (rendered in place)
+            merged = [self.names[o] if o >= 0 else None for o in self.k.calls[n].outputs[t]]
+            self.call_state[n][2].append((self.block, merged))
+            self.body.append(f'  br label %C{n}.merge')
+            return
         outs = [(self.names[o], self.vec(SCALAR[self.k.instrs[o].type]))
                 for o in self.k.calls[n].outputs[t] if o >= 0]
         body = self.body
         self.body, self.block, start = self.outer.pop()
         f, c = f'@C{n}.f{t}', f'%C{n}.c{t}'
-        attrs = '#2' if self.inlined(reg - start, self.k.calls[n]) else '#1'
+        attrs = '#2' if self.inlined(reg - start) else '#1'
         rtype = '{ ' + ', '.join(T for _, T in outs) + ' }' if outs else 'void'
         ret = []
         for k, (v, T) in enumerate(outs):
@@ -771,14 +778,14 @@ class _Renderer:
         self.call_state[n][2].append((self.block, merged))
         self.body.append(f'  br label %C{n}.merge')
 
-    def inlined(self, size, call):
-        """Whether a target of `size` instructions of `call` is inlined into the kernel
-        (alwaysinline) rather than called (noinline). Targets stay subroutines: inlined,
-        many large targets make one huge function that LLVM optimizes slowly (mostly
-        InstCombine) and into slower code. Only targets too small to pay for a call are
-        inlined, the code of a call that has only one (it runs in one place), or all of
-        them where inline_all() says so."""
-        return self.inline_all or size <= INLINE_SIZE or len(set(call.code)) == 1
+    def inlined(self, size):
+        """Whether a target of `size` instructions is inlined into the kernel (alwaysinline)
+        rather than called (noinline). Targets stay subroutines: inlined, many large
+        targets make one huge function that LLVM optimizes slowly (mostly InstCombine) and
+        into slower code. Only targets too small to pay for a call are inlined, or all of
+        them where inline_all() says so. (The code of a call that has only one code is
+        rendered in place.)"""
+        return self.inline_all or size <= INLINE_SIZE
 
     def target_params(self, inputs):
         """(name, type) of the parameters of a target's function: the names of the caller's
