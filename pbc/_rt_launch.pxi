@@ -82,6 +82,60 @@ def group_records(list ids):
     cdef vector[uint32_t] roots = ids
     return topo_order(roots)
 
+def block_signature(list records, list block, dict index, bint loose, frozenset keep,
+                    int literal_op, int loop_start_op, bint with_literals):
+    """(signature, literals) of a call target's code, the record positions `block` (see
+    kernel._merge_targets, whose inner loop this is): two targets with equal signatures
+    run the same code, but for the values of their `literals` (None unless
+    `with_literals`), [(position, operand, type code, bits)] of the literal operands that
+    instructions of ops not in `keep` read from outside (where `loose`). The signature
+    packs, per record, its op, type, whether it is scalar, its literal (not the first
+    record's, the key, nor a loop's serial number), its extra and its operands: inside the
+    block by place, dead (not in `index`), a free literal by type, or another outside value
+    by position."""
+    cdef unordered_map[int64_t, int64_t] local
+    cdef vector[uint64_t] sig
+    cdef Py_ssize_t j, i, n = len(block)
+    cdef int64_t d
+    cdef tuple q, deps, dr
+    cdef int op
+    cdef bint free
+    literals = [] if with_literals else None
+    for j in range(n):
+        local[block[j]] = j
+    for j in range(n):
+        p = block[j]
+        q = <tuple> records[p]
+        op = q[1]
+        free = loose and op not in keep
+        deps = <tuple> q[4]
+        sig.push_back(op)
+        sig.push_back(<uint64_t> q[2])
+        sig.push_back(q[3] == 1)
+        sig.push_back(<uint64_t> q[5] if j and op != loop_start_op else 0)
+        sig.push_back(<uint64_t> q[6])
+        sig.push_back(len(deps))
+        for i in range(len(deps)):
+            d = deps[i]
+            it = local.find(d)
+            if it != local.end():
+                sig.push_back(0)
+                sig.push_back(<uint64_t> deref(it).second)
+            elif d not in index:
+                sig.push_back(1)
+                sig.push_back(0)
+            else:
+                dr = <tuple> records[d]
+                if free and dr[1] == literal_op:
+                    sig.push_back(2)
+                    sig.push_back(<uint64_t> dr[2])
+                    if with_literals:
+                        literals.append((p, i, dr[2], dr[5]))
+                else:
+                    sig.push_back(3)
+                    sig.push_back(<uint64_t> d)
+    return (<char*> sig.data())[:sig.size() * sizeof(uint64_t)], literals
+
 cdef inline uint64_t mix_b(uint64_t h, uint64_t v) noexcept nogil:
     # A second, independent mixer: the two halves of a group key never collide together.
     h = (h ^ (v * <uint64_t> 0xff51afd7ed558ccdULL))

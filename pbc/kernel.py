@@ -6,12 +6,12 @@ serves any launch size and any buffers; this is what makes the kernel caches eff
 """
 
 import functools
-from collections import Counter
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
 import numpy as np
 
+from . import _runtime
 from .ops import ARITY, CALL_OPS, LOOP_OPS, TRACE_OPS, TYPE_NAMES
 from .ops import op as op_named
 
@@ -341,6 +341,7 @@ GATHER, LITERAL = op_named('gather'), TRACE_OPS.index('literal')
 # Ops whose literal operands merged targets keep: structure, and divisors, which LLVM turns
 # into multiplications (integers) or exact reciprocals that a value from a table cannot be.
 KEEP_LITERALS = STRUCTURE | {'div', 'mod'}
+KEEP_LITERAL_CODES = frozenset(TRACE_OPS.index(op) for op in KEEP_LITERALS if op in TRACE_OPS)
 # Call keys below this are small enough to index tables of the literals that merged targets
 # read with different values (see _merge_targets).
 KEY_TABLE_LIMIT = 1 << 16
@@ -358,7 +359,7 @@ def _merge_targets(records, order):
     index = {p: i for i, p in enumerate(order)}
     drop, code_of, varying = set(), {}, {}
     for pos, r in enumerate(records):
-        if TRACE_OPS[r[1]] != 'call' or pos not in index:       # (a call nothing needs)
+        if r[1] != CALL or pos not in index:          # (a call nothing needs)
             continue
         blocks = []                             # (call_start, its target's code)
         for end in r[4][2:]:
@@ -366,44 +367,21 @@ def _merge_targets(records, order):
             blocks.append((start, order[index[start]:index[end] + 1]))
         # (nested calls keep their literals: a table is read by the keys of one call)
         loose = max(records[start][5] for start, _ in blocks) < KEY_TABLE_LIMIT and not any(
-            TRACE_OPS[records[p][1]] == 'call' for _, block in blocks for p in block)
-        # Only code of equal length reading the same values from outside can be the same:
-        # compare just those in full. (Distinct targets mostly differ in the constants
-        # they read, literals made outside them.)
-        prints = []
-        for _, block in blocks:
-            inside = set(block)
-            prints.append((len(block), tuple(
-                -1 if d not in index else -2 if loose and records[d][1] == LITERAL else d
-                for p in block for d in records[p][4] if d not in inside)))
-        alike = Counter(prints)
-        groups = {}                             # signature -> [(call_start, literals read)]
-        for (start, block), fingerprint in zip(blocks, prints):
-            if alike[fingerprint] == 1:
-                continue
-            local = {p: i for i, p in enumerate(block)}
-            literals = []                       # (position, operand, type, bits) in order
-            sig = []
-            for j, p in enumerate(block):
-                q = records[p]
-                free = loose and TRACE_OPS[q[1]] not in KEEP_LITERALS
-                operands = []
-                for i, d in enumerate(q[4]):
-                    if d in local:
-                        operands.append(('i', local[d]))
-                    elif d not in index:
-                        operands.append(('dead',))
-                    elif free and records[d][1] == LITERAL:
-                        operands.append(('lit', records[d][2]))
-                        literals.append((p, i, records[d][2], records[d][5]))
-                    else:
-                        operands.append(('o', d))
-                # (literals count, but not a target's key nor a loop's serial number)
-                sig.append((q[1], q[2], q[3] == 1, q[5] if j and q[1] != LOOP_START else 0,
-                            q[6], tuple(operands)))
-            groups.setdefault(tuple(sig), []).append((start, literals))
+            records[p][1] == CALL for _, block in blocks for p in block)
+        groups = {}                             # signature -> [call_start]
+        for start, block in blocks:
+            # (literals count, but not a target's key nor a loop's serial number)
+            sig, _ = _runtime.block_signature(records, block, index, loose,
+                                              KEEP_LITERAL_CODES, LITERAL, LOOP_START, False)
+            groups.setdefault(sig, []).append(start)
         block_of = dict(blocks)
-        for members in groups.values():
+        for starts in groups.values():
+            if len(starts) == 1:
+                continue
+            # (the literals each reads, in the same order)
+            members = [(start, _runtime.block_signature(
+                records, block_of[start], index, loose, KEEP_LITERAL_CODES, LITERAL,
+                LOOP_START, True)[1]) for start in starts]
             (first, literals), copies = members[0], members[1:]
             for start, _ in copies:
                 code_of[start] = first
