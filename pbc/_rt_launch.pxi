@@ -307,6 +307,61 @@ def become_evaluated(uint32_t i, uintptr_t data):
             maybe_free(deps[k])
 
 # ---- the trampoline ------------------------------------------------------------------------
+cdef inline int64_t launch_block(int64_t n) noexcept nogil:
+    # Blocks are multiples of 64 lanes (every vector width) with several per thread.
+    return max(<int64_t> 8192, ((n // (n_threads * 8)) + 63) & ~<int64_t> 63)
+
+ctypedef struct ManyJob:
+    int count
+    kernel_fn* fns
+    void** params
+    int64_t* n
+    int64_t* block
+    int64_t* first          # the number of the kernel's first block among all (count + 1)
+
+cdef void many_cb(int64_t start, int64_t end, void* params) noexcept nogil:
+    """Pool callback over the blocks of several kernels, numbered one after another."""
+    cdef ManyJob* job = <ManyJob*> params
+    cdef int lo, hi, mid
+    cdef int64_t b, s
+    for b in range(start, end):
+        lo, hi = 0, job.count - 1          # the kernel whose blocks include b
+        while lo < hi:
+            mid = (lo + hi + 1) >> 1
+            if job.first[mid] <= b:
+                lo = mid
+            else:
+                hi = mid - 1
+        s = (b - job.first[lo]) * job.block[lo]
+        job.fns[lo](s, min(s + job.block[lo], job.n[lo]), job.params[lo])
+
+def launch_many(list kernels):
+    """Runs the kernels [(fn, n, params)] as one job of the thread pool (GIL released):
+    threads take blocks of any kernel, and the call returns once all are done. The kernels
+    must not read what the others write."""
+    cdef int count = len(kernels), k
+    cdef vector[vector[uint64_t]] p
+    cdef vector[kernel_fn] fns
+    cdef vector[void*] ptrs
+    cdef vector[int64_t] ns, blocks, first
+    cdef ManyJob job
+    p.resize(count)
+    first.push_back(0)
+    for k in range(count):
+        fn, n, params = kernels[k]
+        for x in params:
+            p[k].push_back(<uint64_t> x)
+        p[k].push_back(0)
+        fns.push_back(<kernel_fn> <uintptr_t> fn)
+        ns.push_back(n)
+        blocks.push_back(launch_block(n))
+        first.push_back(first.back() + (ns.back() + blocks.back() - 1) // blocks.back())
+    for k in range(count):
+        ptrs.push_back(p[k].data())
+    job.count, job.fns, job.params = count, fns.data(), ptrs.data()
+    job.n, job.block, job.first = ns.data(), blocks.data(), first.data()
+    run_parallel(many_cb, &job, first.back(), 1)
+
 def launch(uintptr_t fn, int64_t n, list params, bint serial=False):
     """Runs kernel `fn(start, end, params)` over [0, n) on the thread pool, GIL released;
     `serial` keeps lane order (kernels that print)."""
@@ -314,8 +369,7 @@ def launch(uintptr_t fn, int64_t n, list params, bint serial=False):
     for x in params:
         p.push_back(<uint64_t> x)
     p.push_back(0)
-    # Blocks are multiples of 64 lanes (every vector width) with several per thread.
-    cdef int64_t block = max(<int64_t> 8192, ((n // (n_threads * 8)) + 63) & ~<int64_t> 63)
+    cdef int64_t block = launch_block(n)
     if serial:
         block = n if n > 0 else 1
     run_parallel(<kernel_fn> fn, p.data(), n, block)

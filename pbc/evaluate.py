@@ -44,8 +44,20 @@ def eval_pending():
         summaries = _runtime.group_summaries(groups)
         options = _options()
         ahead = _compile_ahead(groups, summaries, options) if len(groups) > 1 else {}
-        for (backend, size, outputs, _effects, ids), summary in zip(groups, summaries):
-            printed += _run_group(backend, size, outputs, ids, summary, ahead, options)
+        batch = []                  # prepared runs of groups that no other reads from
+        try:
+            for (backend, size, outputs, _effects, ids), summary in zip(groups, summaries):
+                if summary is None:       # it reads outputs of groups before it: run those
+                    printed += _launch(batch)
+                run = _prepare(backend, size, outputs, ids, summary, ahead, options)
+                batch.append(run)
+                if run.entry.prints:      # (in lane order, alone)
+                    printed += _launch(batch)
+            printed += _launch(batch)
+        except BaseException:
+            for run in batch:
+                run.free()
+            raise
     finally:
         if collecting:
             gc.enable()
@@ -105,55 +117,99 @@ def _compile_ahead(groups, summaries, options):
     return {job[2]: (entry, t + rendering) for job, entry, t in zip(jobs, entries, codegen)}
 
 
-def _run_group(backend_code, size, outputs, ids, summary, ahead, options):
-    be = _backend(backend_code)
+class _Run:
+    """A group ready to launch: its compiled kernel, output buffers and parameters."""
+    __slots__ = ('be', 'entry', 'size', 'outputs', 'leaves', 'buffers', 'values', 'hit',
+                 'codegen_time', 'backend_time')
+
+    def free(self):
+        for ptr, vt in zip(self.buffers, self.entry.layout.output_types):
+            _runtime.free_buffer(ptr, vt, self.size)
+        self.buffers = []
+
+
+def _prepare(backend_code, size, outputs, ids, summary, ahead, options):
+    """The group's _Run: its kernel from a cache or compiled now, its outputs allocated."""
+    run = _Run()
+    run.be = be = _backend(backend_code)
     t0 = time.perf_counter()
-    summary_key, leaves = summary or _runtime.group_summary(ids, size, outputs)
+    summary_key, run.leaves = summary or _runtime.group_summary(ids, size, outputs)
     key = _group_key(size, summary_key, options)
     entry, codegen_ahead = ahead.pop(key, (None, 0.0))
     backend_here = 0.0
     if entry is not None:                    # compiled just now, with the other groups
-        hit, backend_time = entry.cache_hit, entry.backend_time
+        run.hit, run.backend_time = entry.cache_hit, entry.backend_time
     else:
         entry = be.lookup(key)
         if entry is None:
             kernel, layout = assemble(be.name, outputs, _runtime.group_records(ids), size,
                                       *options)
             entry = be.compile(kernel, layout, key)
-            hit, backend_time = entry.cache_hit, entry.backend_time
-            backend_here = backend_time
+            run.hit, run.backend_time = entry.cache_hit, entry.backend_time
+            backend_here = entry.backend_time
         else:
-            hit, backend_time = 'memory', 0.0
+            run.hit, run.backend_time = 'memory', 0.0
     if flag(JitFlag.PrintIR):
         print(entry.ir)
-    buffers = []
-    types = entry.layout.output_types
+    run.entry, run.size, run.outputs, run.buffers = entry, size, outputs, []
     try:
-        for vt in types:
-            buffers.append(_runtime.alloc(vt, size))
-        values = entry.layout.param_values(leaves, buffers)
-        # Assembly and rendering count as code generation.
-        codegen_time = time.perf_counter() - t0 - backend_here + codegen_ahead
-        t1 = time.perf_counter()
-        be.launch(entry.address, size, values, serial=entry.prints)
-        exec_time = time.perf_counter() - t1
+        for vt in entry.layout.output_types:
+            run.buffers.append(_runtime.alloc(vt, size))
+        run.values = entry.layout.param_values(run.leaves, run.buffers)
     except BaseException:
-        for ptr, vt in zip(buffers, types):
-            _runtime.free_buffer(ptr, vt, size)
+        run.free()
         raise
-    for nid, ptr in zip(outputs, buffers):
-        _runtime.become_evaluated(nid, ptr)
+    # Assembly and rendering count as code generation.
+    run.codegen_time = time.perf_counter() - t0 - backend_here + codegen_ahead
+    return run
+
+
+def _launch(batch):
+    """Launches the prepared runs (and empties `batch`): one alone, several as one job of
+    the thread pool, whose threads take blocks of any of them, so that none waits at the
+    end of each kernel for the others (they read nothing the others write: see
+    eval_pending). Their outputs become evaluated; returns what their prints captured."""
+    if not batch:
+        return []
+    runs = list(batch)
+    batch.clear()
+    t0 = time.perf_counter()
+    try:
+        if len(runs) == 1:
+            run = runs[0]
+            run.be.launch(run.entry.address, run.size, run.values, serial=run.entry.prints)
+        else:
+            _runtime.launch_many([(run.entry.address, run.size, run.values) for run in runs])
+    except BaseException:
+        for run in runs:
+            run.free()
+        raise
+    elapsed = time.perf_counter() - t0
+    lanes = sum(run.size for run in runs)
+    printed = []
+    for run in runs:
+        for nid, ptr in zip(run.outputs, run.buffers):
+            _runtime.become_evaluated(nid, ptr)
+        # (kernels launched together share their time by their lanes)
+        _record(run, elapsed * run.size / max(lanes, 1))
+        if run.entry.prints:              # what its symbolic prints captured, in queue order
+            printed += _runtime.take_print_rows([a for _, a, _ in run.leaves])
+    return printed
+
+
+def _record(run, exec_time):
+    entry = run.entry
     if flag(JitFlag.KernelHistory):
-        _history.append(dict(backend=be.name, hash=entry.hash, ir_ops=entry.ir_ops, size=size,
-                             cache_hit=hit, codegen_time=codegen_time,
-                             backend_time=backend_time, execution_time=exec_time,
-                             outputs=len(outputs), **entry.stats))
+        _history.append(dict(backend=run.be.name, hash=entry.hash, ir_ops=entry.ir_ops,
+                             size=run.size, cache_hit=run.hit,
+                             codegen_time=run.codegen_time, backend_time=run.backend_time,
+                             execution_time=exec_time, outputs=len(run.outputs),
+                             **entry.stats))
     if config.DEBUG:
         log.debug('pbc: launched %s kernel %s: %d lanes, %d ops, cache %s, codegen %.3f ms, '
-                  'backend %.3f ms, run %.3f ms', be.name, entry.hash[:12], size, entry.ir_ops,
-                  hit, codegen_time * 1e3, backend_time * 1e3, exec_time * 1e3)
-    # What its symbolic prints captured, in queue order.
-    return _runtime.take_print_rows([a for _, a, _ in leaves]) if entry.prints else []
+                  'backend %.3f ms, run %.3f ms', run.be.name, entry.hash[:12], run.size,
+                  entry.ir_ops, run.hit, run.codegen_time * 1e3, run.backend_time * 1e3,
+                  exec_time * 1e3)
 
 
 def schedule(*args):

@@ -215,6 +215,40 @@ def test_a_group_reading_an_earlier_groups_output_compiles_after_it_runs():
     assert y.numpy().tolist() == [0.5, 4.5, 8.5, 12.5, 16.5]
 
 
+@pytest.mark.parametrize('threads', [1, 2])
+def test_independent_groups_launch_together(monkeypatch, threads):
+    # Groups that read no other group's output run as one job of the thread pool (kernels
+    # of every size, empty ones too, and disjoint scatters into one array); a group that
+    # reads an earlier one's output, or prints, waits for the groups before it.
+    sizes = [0, 1, 5, 8191, 8192, 8193, 20000, 70001]
+    launches = []
+    many = pbc._runtime.launch_many
+    monkeypatch.setattr(pbc._runtime, 'launch_many',
+                        lambda kernels: (launches.append(len(kernels)), many(kernels))[1])
+    old = pbc._runtime.thread_count()
+    pbc._runtime.set_thread_count(threads)
+    try:
+        xs = [np.random.default_rng(n).uniform(-1, 1, n).astype(np.float32) for n in sizes]
+        arrays = [Float(x) for x in xs]
+        pbc.eval(arrays)
+        ys = [pbc.sqrt(a * a + 1.0) for a in arrays]
+        out = pbc.zeros(Float, 200)
+        for k in range(4):                   # (scatters of 25 lanes each: one group)
+            pbc._runtime.scatter(out, Float(k + 1.0), pbc.arange(UInt32, 25) * 4 + k,
+                                 True, 0, True)
+        w = pbc.sqrt(pbc.gather(Float, arrays[3], UInt32(7)) + 7.0)   # one lane
+        z = pbc.arange(Float, 3) * w       # (reads w, an output of this eval)
+        pbc.eval(ys, out, w, z)
+    finally:
+        pbc._runtime.set_thread_count(old)
+    for x, y in zip(xs, ys):
+        assert np.array_equal(y.numpy(), np.sqrt(x * x + np.float32(1)))
+    assert np.array_equal(out.numpy()[:100], np.tile(np.float32([1, 2, 3, 4]), 25))
+    w_ref = np.sqrt(xs[3][7] + np.float32(7))
+    assert w.numpy().tolist() == [w_ref] and np.allclose(z.numpy(), [0, w_ref, 2 * w_ref])
+    assert launches and sum(launches) >= len(sizes) - 1 and max(launches) > 2
+
+
 def test_eval_leaves_the_garbage_collector_as_it_found_it(monkeypatch):
     # (eval pauses Python's cyclic collector while it assembles and compiles kernels)
     import gc
