@@ -336,6 +336,13 @@ STRUCTURE = frozenset({'data', 'ptr', 'lane_ptr', 'print', *LOOP_OPS, *CALL_OPS}
 LOOP_START, LOOP_END, LOOP_PHI = (TRACE_OPS.index(name)
                                   for name in ('loop_start', 'loop_end', 'loop_phi'))
 CALL, CALL_ARG = TRACE_OPS.index('call'), TRACE_OPS.index('call_arg')
+LOOP_OUTPUT, CALL_RESULT = TRACE_OPS.index('loop_output'), TRACE_OPS.index('call_result')
+SCOPE_MARKS = frozenset(TRACE_OPS.index(name) for name in ('loop_start', 'call_start',
+                                                            'call_end'))
+SCOPE_OPS = SCOPE_MARKS | {LOOP_END, CALL}
+# The ops whose operands _live follows selectively (with OptimizeLoops / OptimizeCalls).
+LIVENESS_LOOPS = frozenset({LOOP_END, LOOP_OUTPUT, LOOP_PHI})
+LIVENESS_CALLS = frozenset({CALL, CALL_RESULT})
 LOAD, LOAD1, STORE = op_named('load'), op_named('load1'), op_named('store')
 GATHER, LITERAL = op_named('gather'), TRACE_OPS.index('literal')
 # Ops whose literal operands merged targets keep: structure, and divisors, which LLVM turns
@@ -418,17 +425,16 @@ def _loop_order(records):
 
     def emit(scope):
         for pos in members.get(scope, ()):
-            op = TRACE_OPS[records[pos][1]]
-            if op in ('loop_start', 'call_start', 'call_end'):
-                continue                      # comes with its loop_end / call
-            if op == 'loop_end':
+            code = records[pos][1]
+            if code not in SCOPE_OPS:         # (most records)
+                out.append(pos)
+            elif code == LOOP_END:
                 block(pos)
-            elif op == 'call':
+            elif code == CALL:
                 for end in records[pos][4][2:]:
                     block(end)
                 out.append(pos)
-            else:
-                out.append(pos)
+            # (loop_start, call_start and call_end come with their loop_end / call)
 
     emit(-1)
     return out
@@ -441,39 +447,40 @@ def _live(records, outputs, optimize_loops, optimize_calls):
     if the code after the call reads it."""
     ends = {}
     for r in records:
-        if TRACE_OPS[r[1]] == 'loop_end':
+        if r[1] == LOOP_END:
             n, deps = r[5], r[4]
             for j in range(n):
                 ends[deps[2 + j]] = deps[2 + n + j]          # phi -> its update
     ids = set(outputs)
-    structure = ('loop_start', 'call_start', 'call_end')
     stack = [p for p, r in enumerate(records)                # outputs, top-level effects
-             if r[0] in ids or (r[2] == 0 and r[7] < 0 and TRACE_OPS[r[1]] not in structure)]
+             if r[0] in ids or (r[2] == 0 and r[7] < 0 and r[1] not in SCOPE_MARKS)]
     live = set()
+    special = (LIVENESS_LOOPS if optimize_loops else set()) | (
+        LIVENESS_CALLS if optimize_calls else set())
     while stack:
         p = stack.pop()
         if p in live:
             continue
         live.add(p)
         r = records[p]
-        op, deps = TRACE_OPS[r[1]], r[4]
-        if op == 'loop_end' and optimize_loops:
+        code, deps = r[1], r[4]
+        if code not in special:                              # (most records)
+            stack += deps
+        elif code == LOOP_END:
             stack += [deps[0], deps[1], *deps[2 + 2 * r[5]:]]
-        elif op == 'loop_output' and optimize_loops:
+        elif code == LOOP_OUTPUT:
             stack += [deps[0], records[deps[0]][4][2 + r[5]]]
-        elif op == 'loop_phi' and optimize_loops:
+        elif code == LOOP_PHI:
             stack += [*deps, ends[p]]
-        elif op == 'call' and optimize_calls:
+        elif code == CALL:
             stack += deps[:2]
             for end in deps[2:]:                             # targets: side effects only
                 live.add(end)
                 e = records[end][4]
                 stack += [e[0], *e[1 + records[end][5]:]]
-        elif op == 'call_result' and optimize_calls:
+        else:                                                # call_result
             stack.append(deps[0])
             stack += [records[end][4][1 + r[5]] for end in records[deps[0]][4][2:]]
-        else:
-            stack += deps
     return live
 
 
@@ -515,15 +522,16 @@ def _find_sharing(k):
     structure when they apply the same op (type, literal, extra) to the same caller values
     or to operands equal in structure. Code of nested calls counts for the outer call."""
     open_ = []                                   # (call, start register) of open targets
-    shape = {}                                   # register -> its structure's number
+    # register -> what it stands for as an operand: outside every target, ~register (the
+    # caller's value itself, negative); inside, its structure's number
+    shape = {}
     numbers = {}                                 # structure -> number
     seen = [set() for _ in k.calls]
     size = [0] * len(k.calls)
-    start = 0
+    operand = shape.__getitem__
     for reg, (op, tname, args, literal, extra, _, _) in enumerate(k.instrs):
         if op == 'call_start':
             open_.append((literal, reg))
-            start = open_[0][1]                  # structure relative to the outermost target
             # (a nested call_start's register as an operand: a value of its own)
             shape[reg] = ('r', reg)
             continue
@@ -531,10 +539,9 @@ def _find_sharing(k):
             open_.pop()
             continue
         if not open_:
+            shape[reg] = ~reg
             continue
-        # (caller values as ~register, negative; operands inside by their structure)
-        key = (op, tname, literal, extra,
-               tuple([~a if a < start else shape[a] for a in args]))
+        key = (op, tname, literal, extra, tuple(map(operand, args)))
         number = shape[reg] = numbers.setdefault(key, len(numbers))
         for n, _ in open_:
             size[n] += 1
