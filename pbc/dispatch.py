@@ -579,9 +579,9 @@ def _run_on_lanes(fn, obj, flat, lanes, width, Bool, selector, what, out, first)
     _enter(id(obj), what)
     saved = _runtime.masks_take()        # the call runs on its own lanes only
     # ... all of them: a side effect of width 1 happens once per lane, as in a symbolic call
-    _runtime.mask_push(full(Bool, True, len(lanes)))
+    _runtime.mask_push(_runtime.literal(Bool, True, len(lanes)))
     try:
-        hint = '' if whole else (
+        hint = '' if whole else lambda: (      # (formatted only for an error message)
             f' (in an evaluated call of {what}, each target runs on just the '
             f'{len(lanes)} lanes that call it: pass arrays as wide as the call ({width}) '
             'as arguments instead of reading them from an enclosing scope, or call '

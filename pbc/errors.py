@@ -24,12 +24,14 @@ class SizeError(TraceError, ValueError, RuntimeError):
 def call_user(fn, args, what, role, kwargs=None, size_hint=''):
     """fn(*args, **kwargs), a function the user gave `what` (e.g. 'pbc.while_loop()') as its
     `role` ('loop body'): an exception it raises comes out as the cause of a RuntimeError,
-    except pbc's own diagnostics. `size_hint` is added to the message of an operation on
-    arrays of incompatible sizes (it says why the sizes may differ there)."""
+    except pbc's own diagnostics. `size_hint` (text, or a function that returns it) is added
+    to the message of an operation on arrays of incompatible sizes (it says why the sizes
+    may differ there)."""
     try:
         return fn(*args, **(kwargs or {}))
     except TraceError:
         raise
     except Exception as e:
-        hint = size_hint if 'incompatible sizes' in str(e) else ''
+        hint = '' if 'incompatible sizes' not in str(e) else \
+            size_hint() if callable(size_hint) else size_hint
         raise RuntimeError(f'{what}: the {role} raised {type(e).__name__}: {e}{hint}') from e

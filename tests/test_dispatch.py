@@ -1455,6 +1455,16 @@ def test_method_calls_take_a_mask(mode):
         np.testing.assert_allclose(r[0].numpy(), want)
 
 
+def test_evaluated_targets_reading_arrays_of_the_call_width_get_a_hint():
+    # An evaluated target runs on its own lanes only: an array of the call's width read
+    # from an enclosing scope does not fit them, and the error says why.
+    wide = Float(1, 2, 3, 4)
+    with pytest.raises(RuntimeError, match=r'each target runs on just the 2 lanes that call '
+                                           r'it: pass arrays as wide as the call \(4\)'):
+        pbc.switch(UInt32(0, 1, 0, 1), [lambda a: a + wide, lambda a: a], Float(0, 1, 2, 3),
+                   mode='evaluated')
+
+
 @pytest.mark.parametrize('mode', MODES)
 def test_call_arguments_and_results_are_checked(mode):
     targets = [lambda a: a, lambda a: a * 2]
