@@ -246,7 +246,12 @@ def _call(selector, targets, args, mode, what, mask=None):
         if isinstance(mask, ArrayBase) and mask.Type != 'bool':
             raise TypeError(f'pbc: {what}: the mask must be a Bool array')
         selector = select(mask, selector, 0)        # masked lanes call nothing
-    flat = flatten(args)
+    positional, named = args
+    if not named and all([isinstance(a, ArrayBase) for a in positional]):
+        # (the common case: arrays only; flatten's general walk costs more than the call)
+        flat = list(positional), lambda new: (tuple(new), {})
+    else:
+        flat = flatten(args)
     width = max([len(selector)] + [len(a) for a in flat[0]])
     for a in flat[0]:
         if len(a) not in (1, width):
@@ -382,7 +387,7 @@ def _symbolic(selector, active, targets, flat, what):
     if optimize:
         _devirtualize(starts, outs, results, lambda: _calling(selector, active, targets),
                       effects)
-    return flatten(first)[1](results)
+    return results[0] if isinstance(first, ArrayBase) else flatten(first)[1](results)
 
 
 def _calling(selector, active, targets):
