@@ -602,6 +602,14 @@ def literal(cls, value, uint32_t size=1):
     return wrap(cls._backend_code, vt, var_literal(vt, size, scalar_bits(value, vt),
                                                    cls._backend_code))
 
+def unfilled(cls, uint32_t size):
+    """An evaluated array of `size` lanes whose memory holds whatever it held: for a result
+    that scatters then write in full (the targets of an evaluated call, when they cover
+    every lane), which a fill would only make write twice."""
+    cdef uint8_t vt = cls._vt_code
+    return wrap(cls._backend_code, vt, var_data(vt, size, mem_alloc(vt, size),
+                                                cls._backend_code))
+
 cdef uint32_t counter_var(uint32_t size, uint8_t backend) except 0:
     """New reference to 0, 1, ..., size-1 as UInt32 (the kernel's lane index). A counter of
     width 0 or 1 is a literal: in a kernel it would be rendered as the lane index of a wider

@@ -554,11 +554,14 @@ def _evaluated(selector, targets, args, flat, what):
     width = len(selector)                 # (_call made it as wide as the arguments)
     # The lanes of every target, in one partition pass over the (evaluated) selector.
     groups = _runtime.partition(selector, [key for key, _, _ in targets])
+    # Where the targets cover every lane, their scatters write the results in full: no
+    # zeros need to be written first.
+    fill = sum(len(lanes) for lanes in groups) < width
     out = first = None
     for members in _rounds(targets, groups):
         for (_key, fn, obj), lanes in members:
             out, first = _run_on_lanes(fn, obj, flat, lanes, width, Bool, selector, what,
-                                       out, first)
+                                       out, first, fill)
         # One evaluation per round: its targets' kernels compile together (see
         # compile_many) and launch back to back.
         _eval(out)
@@ -573,9 +576,11 @@ def _evaluated(selector, targets, args, flat, what):
     return out
 
 
-def _run_on_lanes(fn, obj, flat, lanes, width, Bool, selector, what, out, first):
+def _run_on_lanes(fn, obj, flat, lanes, width, Bool, selector, what, out, first, fill):
     """Traces target fn on its `lanes` and queues the scatter of its results into `out`
-    (made by the first target: zeros of its results' structure). Returns (out, first)."""
+    (made by the first target: zeros of its results' structure, or with `fill` False,
+    arrays of that structure that the targets' scatters write in full). Returns (out,
+    first)."""
     # A target that every lane calls needs neither the gathers nor the scatters.
     whole = len(lanes) == width
     arrays, build = flat
@@ -596,7 +601,7 @@ def _run_on_lanes(fn, obj, flat, lanes, width, Bool, selector, what, out, first)
             _check_results(flatten(r)[0], width, what)
             return _widened(r, width), r
         if out is None:
-            out, first = _zeros_like(r, width, selector), r
+            out, first = _zeros_like(r, width, selector, fill), r
         else:
             why = mismatch(r, first, 'result')
             if why:
@@ -645,17 +650,17 @@ def _widened(r, width):
 PY_TYPES = {bool: 'bool', int: 'int32', float: 'float32'}
 
 
-def _zeros_like(r, width, like):
-    """Zeros of r's structure, `width` lanes wide. Python numbers become arrays of their
-    weak type (as `select` would make them), other Python values are kept."""
-    if isinstance(r, ArrayBase):
-        return zeros(type(r), width)
-    if type(r) in PY_TYPES:
-        return zeros(_runtime.class_for(like, PY_TYPES[type(r)]), width)
+def _zeros_like(r, width, like, fill=True):
+    """Zeros of r's structure, `width` lanes wide (without `fill`: arrays whose memory is
+    not written, for results that scatters write in full). Python numbers become arrays of
+    their weak type (as `select` would make them), other Python values are kept."""
+    if isinstance(r, ArrayBase) or type(r) in PY_TYPES:
+        T = type(r) if isinstance(r, ArrayBase) else _runtime.class_for(like, PY_TYPES[type(r)])
+        return zeros(T, width) if fill else _runtime.unfilled(T, width)
     parts = children(r)
     if parts is None:
         return r
-    return rebuild(r, [_zeros_like(p, width, like) for p in parts])
+    return rebuild(r, [_zeros_like(p, width, like, fill) for p in parts])
 
 
 def _scatter_into(out, r, lanes, what):

@@ -1455,6 +1455,26 @@ def test_method_calls_take_a_mask(mode):
         np.testing.assert_allclose(r[0].numpy(), want)
 
 
+@pytest.mark.parametrize('covered', [True, False])
+def test_evaluated_results_are_written_in_full(covered):
+    # Targets that cover every lane scatter into results that are not zeroed first (their
+    # memory may come from the buffer cache with old values in it); otherwise the lanes
+    # that call nothing read zero. Results of several leaves, Python numbers among them.
+    n = 3001
+    for _ in range(2):                              # (garbage in freed buffers of size n)
+        pbc.eval(Float(np.full(n, 7.5, np.float32)) * 2, UInt32(np.full(n, 9, np.uint32)) + 1)
+    idx = np.random.default_rng(2).integers(0, 3 if covered else 4, n).astype(np.uint32)
+    x = np.arange(n, dtype=np.float32)
+    targets = [lambda v: (v + 1, 2), lambda v: (v * 3, 5), lambda v: (v - 4, 7)]
+    a, b = pbc.switch(UInt32(idx), targets, Float(x), mode='evaluated')
+    calls = idx < 3
+    fa = [x + 1, x * 3, x - 4]
+    want_a = np.select([idx == k for k in range(3)], fa, 0).astype(np.float32)
+    want_b = np.select([idx == k for k in range(3)], [2, 5, 7], 0)
+    assert np.array_equal(a.numpy(), want_a) and np.array_equal(b.numpy(), want_b)
+    assert calls.all() == covered
+
+
 def test_evaluated_targets_reading_arrays_of_the_call_width_get_a_hint():
     # An evaluated target runs on its own lanes only: an array of the call's width read
     # from an enclosing scope does not fit them, and the error says why.
