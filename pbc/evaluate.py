@@ -179,7 +179,8 @@ def _launch(batch):
             run = runs[0]
             run.be.launch(run.entry.address, run.size, run.values, serial=run.entry.prints)
         else:
-            _runtime.launch_many([(run.entry.address, run.size, run.values) for run in runs])
+            runs[0].be.launch_many([(run.entry.address, run.size, run.values)
+                                    for run in runs])
     except BaseException:
         for run in runs:
             run.free()

@@ -258,6 +258,11 @@ class LLVMBackend:
     def launch(self, addr, size, params, serial=False):
         _runtime.launch(addr, size, params, serial)
 
+    def launch_many(self, kernels):
+        """Launches [(address, size, params)] as one job (they read nothing the others
+        write)."""
+        _runtime.launch_many(kernels)
+
 
 _backend = None
 
