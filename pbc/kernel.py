@@ -348,7 +348,7 @@ GATHER, LITERAL = op_named('gather'), TRACE_OPS.index('literal')
 # Ops whose literal operands merged targets keep: structure, and divisors, which LLVM turns
 # into multiplications (integers) or exact reciprocals that a value from a table cannot be.
 KEEP_LITERALS = STRUCTURE | {'div', 'mod'}
-KEEP_LITERAL_CODES = frozenset(TRACE_OPS.index(op) for op in KEEP_LITERALS if op in TRACE_OPS)
+KEEP_LITERAL_CODES = frozenset(TRACE_OPS.index(op) for op in KEEP_LITERALS)
 # Call keys below this are small enough to index tables of the literals that merged targets
 # read with different values (see _merge_targets).
 KEY_TABLE_LIMIT = 1 << 16
