@@ -307,6 +307,14 @@ def become_evaluated(uint32_t i, uintptr_t data):
             maybe_free(deps[k])
 
 # ---- the trampoline ------------------------------------------------------------------------
+cdef vector[uint64_t] param_words(list params) except *:
+    """A kernel's parameter block: its parameters as 64-bit words, then a 0."""
+    cdef vector[uint64_t] p
+    for x in params:
+        p.push_back(<uint64_t> x)
+    p.push_back(0)
+    return p
+
 cdef inline int64_t launch_block(int64_t n) noexcept nogil:
     # Blocks are multiples of 64 lanes (every vector width) with several per thread.
     return max(<int64_t> 8192, ((n // (n_threads * 8)) + 63) & ~<int64_t> 63)
@@ -349,9 +357,7 @@ def launch_many(list kernels):
     first.push_back(0)
     for k in range(count):
         fn, n, params = kernels[k]
-        for x in params:
-            p[k].push_back(<uint64_t> x)
-        p[k].push_back(0)
+        p[k] = param_words(params)
         fns.push_back(<kernel_fn> <uintptr_t> fn)
         ns.push_back(n)
         blocks.push_back(launch_block(n))
@@ -365,10 +371,7 @@ def launch_many(list kernels):
 def launch(uintptr_t fn, int64_t n, list params, bint serial=False):
     """Runs kernel `fn(start, end, params)` over [0, n) on the thread pool, GIL released;
     `serial` keeps lane order (kernels that print)."""
-    cdef vector[uint64_t] p
-    for x in params:
-        p.push_back(<uint64_t> x)
-    p.push_back(0)
+    cdef vector[uint64_t] p = param_words(params)
     cdef int64_t block = launch_block(n)
     if serial:
         block = n if n > 0 else 1

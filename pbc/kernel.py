@@ -67,6 +67,11 @@ class Call:
     size: int = 0
     distinct: int = 0
 
+    @property
+    def codes(self):
+        """How many distinct codes the targets run (merged targets share one)."""
+        return len(set(self.code))
+
 
 @dataclass
 class Kernel:
@@ -107,7 +112,7 @@ class Kernel:
         return dict(loop_state=self.loop_state,
                     loop_state_removed=self.removed_state,
                     call_targets=sum(len(c.keys) for c in self.calls),
-                    call_targets_merged=sum(len(c.keys) - len(set(c.code))
+                    call_targets_merged=sum(len(c.keys) - c.codes
                                             for c in self.calls),
                     call_inputs=self.call_inputs,
                     call_inputs_removed=self.removed_inputs,

@@ -128,7 +128,7 @@ class LLVMBackend:
             wide = kernel.ir_ops <= WIDE_LIMIT_LOOPS
         else:
             wide = kernel.ir_ops <= WIDE_LIMIT and (
-                any(len(set(call.code)) > 1 for call in kernel.calls) or _is_chain(kernel))
+                any(call.codes > 1 for call in kernel.calls) or _is_chain(kernel))
         return self.width * 2 if wide else self.width
 
     def lookup(self, group_key):

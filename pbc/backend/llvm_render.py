@@ -619,7 +619,7 @@ class _Renderer:
         if t == 0:
             self.call_head(n, self.k.calls[n])
         self.label(f'C{n}.t{t}')
-        if len(set(self.k.calls[n].code)) == 1:
+        if self.k.calls[n].codes == 1:
             return          # one code: rendered in place (see call_head), names as they are
         # The target's code becomes a function of its own: render it into a fresh body.
         self.outer.append((self.body, self.block, reg))
@@ -634,7 +634,7 @@ class _Renderer:
         self.body.append(f'  {c}.rem0 = and {M} {self.names[call.active]}, '
                          f'{self.const("bool", 1)}')
         sel, cases = self.call_codes(n, call)
-        if len(set(call.code)) == 1:
+        if call.codes == 1:
             # One code: the lanes that run it are known at once, no loop picks them. Only
             # inside a loop, where lanes finish at different iterations, is it skipped for
             # vectors without such a lane: elsewhere most vectors have one, and the branch
@@ -665,7 +665,7 @@ class _Renderer:
                       f'  {c}.any = icmp ne {I} {c}.bits, 0',
                       f'  br i1 {c}.any, label {c}.pick, label {c}.exit']
         self.label(f'C{n}.pick')
-        if len(set(call.code)) in ORDERED_CODES:
+        if call.codes in ORDERED_CODES:
             # The smallest code left, rather than the first lane's: a vector then runs its
             # codes in increasing order, a sequence of switch targets that the branch
             # predictor learns where vectors hold the same few codes (10^6 lanes, random
@@ -740,7 +740,7 @@ class _Renderer:
 
     def op_call_end(self, ins, r, reg):
         n, t = ins.literal, ins.extra
-        if len(set(self.k.calls[n].code)) == 1:        # (rendered in place)
+        if self.k.calls[n].codes == 1:        # (rendered in place)
             merged = [self.names[o] if o >= 0 else None for o in self.k.calls[n].outputs[t]]
             self.call_state[n][2].append((self.block, merged))
             self.body.append(f'  br label %C{n}.merge')
