@@ -245,6 +245,18 @@ def test_wide_indices_are_bounds_checked_not_wrapped():
     np.testing.assert_array_equal(t.numpy(), [0, 0, 5])
 
 
+def test_indices_past_2_31_reach_the_top_of_large_buffers():
+    # Kernels address a buffer with signed 32-bit indices, biased by 2^31 elements: the top
+    # half of a buffer of more than 2^31 elements must be read and written where it is.
+    n = (1 << 31) + 40                         # (a 2 GB mask)
+    mask = pbc.zeros(Bool, n)
+    top = 1 << 31
+    pbc.scatter(mask, True, UInt32(5, top + 3, top - 1, 0xFFFFFFFF))
+    got = pbc.gather(Bool, mask, UInt32(5, 6, top + 3, top + 2, top - 1, 0xFFFFFFFF, n - 1))
+    np.testing.assert_array_equal(got.numpy(), [1, 0, 1, 0, 1, 0, 0])
+    del mask
+
+
 def test_reduce_modes_and_ops():
     # Every ReduceMode gives the same result (they are Dr.Jit's performance strategies).
     for mode in pbc.ReduceMode:

@@ -261,7 +261,8 @@ class _Renderer:
                               f'i64 {slot}')
             self.entry.append(f'  %p{slot} = load {s}, ptr %p{slot}.a, align 8')
             if p.kind == 'size':
-                self.entry_splat(f'%sz{slot - 1}', 'i64', f'%p{slot}')
+                self.entry.append(f'  %p{slot}.t = trunc i64 %p{slot} to i32')
+                self.entry_splat(f'%sz{slot - 1}', 'i32', f'%p{slot}.t')
         for reg, ins in enumerate(k.instrs):
             if ins.op == 'lane_ptr':
                 self.pointer_tables(reg, ins)
@@ -441,31 +442,37 @@ class _Renderer:
         else:
             self.body.append(f'  {r} = bitcast {self.vec(s)} {a} to {self.vec(d)}')
 
-    def _addresses(self, r, ptr_reg, index_reg, mask_reg):
-        """The base (a buffer, or a buffer per lane) and the effective mask: active,
-        requested and in bounds."""
-        if self.k.instrs[ptr_reg].op == 'lane_ptr':
+    def _addresses(self, r, ptr_reg, index_reg, mask_reg, m):
+        """The lanes' element pointers (`r`.p, of memory type m) and effective mask (`r`.m):
+        active, requested and in bounds. A buffer holds fewer than 2^32 elements, so one
+        buffer's index is 32-bit throughout: bounds checked as i32, and the address taken from
+        a signed 32-bit index (which x86 gathers and scatters read with one instruction) as
+        base + 2^31 elements, index - 2^31 (the index with its top bit flipped)."""
+        b = self.body
+        index = self.names[index_reg]
+        if self.k.instrs[ptr_reg].op == 'lane_ptr':      # a buffer per lane
             base = self.names[ptr_reg]
-            base, size = f'{self.vec("ptr")} {base}', f'{base}.sz'
+            V64 = self.vec('i64')
+            b += [f'  {r}.i = zext {self.vec("i32")} {index} to {V64}',
+                  f'  {r}.in = icmp ult {V64} {r}.i, {base}.sz',
+                  f'  {r}.p = getelementptr {m}, {self.vec("ptr")} {base}, {V64} {r}.i']
         else:
             slot = self.k.instrs[ptr_reg].slot
-            base, size = f'ptr %p{slot}', f'%sz{slot}'
-        V64 = self.vec('i64')
-        b = self.body
-        b.append(f'  {r}.i = zext {self.vec("i32")} {self.names[index_reg]} to {V64}')
-        b.append(f'  {r}.in = icmp ult {V64} {r}.i, {size}')
-        b.append(f'  {r}.m0 = and {self.masks} {self.names[mask_reg]}, {r}.in')
-        b.append(f'  {r}.m = and {self.masks} {r}.m0, %active')
-        return base
+            V32 = self.vec('i32')
+            b += [f'  {r}.in = icmp ult {V32} {index}, %sz{slot}',
+                  f'  {r}.b = getelementptr {m}, ptr %p{slot}, i64 2147483648',
+                  f'  {r}.i = xor {V32} {index}, {self.splat("i32", "-2147483648")}',
+                  f'  {r}.p = getelementptr {m}, ptr {r}.b, {V32} {r}.i']
+        b += [f'  {r}.m0 = and {self.masks} {self.names[mask_reg]}, {r}.in',
+              f'  {r}.m = and {self.masks} {r}.m0, %active']
 
     def op_gather(self, ins, r, reg):
         ptr_reg, index_reg, mask_reg = ins.args
-        base = self._addresses(r, ptr_reg, index_reg, mask_reg)
         m = MEMORY[ins.type]
+        self._addresses(r, ptr_reg, index_reg, mask_reg, m)
         V, P = self.vec(m), self.vec('ptr')
         name = f'masked.gather.v{self.W}{MANGLE[m]}.v{self.W}p0'
         self.decls[f'declare {V} @llvm.{name}({P}, i32, {self.masks}, {V})'] = None
-        self.body.append(f'  {r}.p = getelementptr {m}, {base}, {self.vec("i64")} {r}.i')
         out = f'{r}.g' if m == 'i8' else r
         self.body.append(f'  {out} = call {V} @llvm.{name}({P} {r}.p, i32 {BYTES[m]}, '
                          f'{self.masks} {r}.m, {V} zeroinitializer)')
@@ -474,16 +481,15 @@ class _Renderer:
 
     def op_scatter(self, ins, r, reg):
         ptr_reg, value_reg, index_reg, mask_reg = ins.args
-        base = self._addresses(r, ptr_reg, index_reg, mask_reg)
         vt = self.k.instrs[value_reg].type
         m = MEMORY[vt]
+        self._addresses(r, ptr_reg, index_reg, mask_reg, m)
         V, P = self.vec(m), self.vec('ptr')
         value = self.names[value_reg]
         b = self.body
         if m == 'i8':
             b.append(f'  {r}.z = zext {self.masks} {value} to {V}')
             value = f'{r}.z'
-        b.append(f'  {r}.p = getelementptr {m}, {base}, {self.vec("i64")} {r}.i')
         reduce = REDUCE_NAMES[ins.extra]
         if reduce == 'none':
             name = f'masked.scatter.v{self.W}{MANGLE[m]}.v{self.W}p0'
