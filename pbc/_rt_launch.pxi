@@ -315,6 +315,32 @@ cdef vector[uint64_t] param_words(list params) except *:
     p.push_back(0)
     return p
 
+def param_values(list sources, list leaves, list buffers):
+    """A kernel's launch arguments: per Layout source (node position, 0 = address | 1 =
+    size) the leaf's value, (-1, k) output buffer k, or (-2, value) the value itself (see
+    kernel.Layout)."""
+    cdef unordered_map[int64_t, Py_ssize_t] at
+    cdef Py_ssize_t k, n = len(leaves)
+    cdef int64_t pos
+    cdef tuple leaf, src
+    for k in range(n):
+        at[<int64_t> (<tuple> leaves[k])[0]] = k
+    out = [None] * len(sources)
+    for k in range(len(sources)):
+        src = <tuple> sources[k]
+        pos = src[0]
+        if pos >= 0:
+            it = at.find(pos)
+            if it == at.end():
+                raise KeyError(f'pbc: no leaf for the kernel parameter of node {pos}')
+            leaf = <tuple> leaves[deref(it).second]
+            out[k] = leaf[2] if src[1] else leaf[1]
+        elif pos == -1:
+            out[k] = buffers[src[1]]
+        else:
+            out[k] = src[1]
+    return out
+
 cdef inline int64_t launch_block(int64_t n) noexcept nogil:
     # Blocks are multiples of 64 lanes (every vector width) with several per thread.
     return max(<int64_t> 8192, ((n // (n_threads * 8)) + 63) & ~<int64_t> 63)

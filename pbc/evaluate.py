@@ -8,7 +8,7 @@ import time
 from . import _runtime, config
 from .flags import JitFlag, flag
 from .kernel import FEW_LANES, STREAMING_LANES, assemble
-from .tree import leaves
+from .tree import ArrayBase, leaves
 
 log = logging.getLogger('pbc')
 if config.DEBUG:
@@ -20,15 +20,17 @@ _history = []
 
 
 def _backend(code):
-    if BACKENDS[code] != 'llvm':
-        raise RuntimeError(f'pbc: the {BACKENDS[code]} backend cannot launch kernels here')
-    global _llvm_jit
-    if _llvm_jit is None:                # (imported on first use: it loads LLVM)
-        from .backend import llvm_jit as _llvm_jit
-    return _llvm_jit.backend()
+    be = _backends.get(code)
+    if be is None:
+        if BACKENDS[code] != 'llvm':
+            raise RuntimeError(f'pbc: the {BACKENDS[code]} backend cannot launch kernels here')
+        # (imported on first use: it loads LLVM)
+        from .backend import llvm_jit
+        be = _backends[code] = llvm_jit.backend()
+    return be
 
 
-_llvm_jit = None
+_backends = {}
 
 
 def eval_pending():
@@ -42,18 +44,19 @@ def eval_pending():
     gc.disable()
     try:
         summaries = _runtime.group_summaries(groups)
-        options = _options()
+        bits = _runtime.get_flags()
+        options = _options(bits)
         ahead = _compile_ahead(groups, summaries, options) if len(groups) > 1 else {}
         batch = []                  # prepared runs of groups that no other reads from
         try:
             for (backend, size, outputs, _effects, ids), summary in zip(groups, summaries):
                 if summary is None:       # it reads outputs of groups before it: run those
-                    printed += _launch(batch)
-                run = _prepare(backend, size, outputs, ids, summary, ahead, options)
+                    printed += _launch(batch, bits)
+                run = _prepare(backend, size, outputs, ids, summary, ahead, options, bits)
                 batch.append(run)
                 if run.entry.prints:      # (in lane order, alone)
-                    printed += _launch(batch)
-            printed += _launch(batch)
+                    printed += _launch(batch, bits)
+            printed += _launch(batch, bits)
         except BaseException:
             for run in batch:
                 run.free()
@@ -73,17 +76,30 @@ def take_kernels(backend='llvm'):
     for inspecting or rendering what eval() would launch."""
     roots, groups = _runtime.take_groups()
     try:
-        options = _options()
+        options = _options(_runtime.get_flags())
         return [assemble(backend, outputs, _runtime.group_records(ids), size, *options)[0]
                 for _, size, outputs, _, ids in groups]
     finally:
         _runtime.release_roots(roots)
 
 
-def _options():
-    """The flags kernel assembly reads."""
-    return (flag(JitFlag.OptimizeLoops), flag(JitFlag.MergeFunctions),
-            flag(JitFlag.OptimizeCalls))
+# Flag bits as plain ints: `bits & JitFlag.X` would make an enum member every time.
+_OPTIMIZE_LOOPS, _MERGE_FUNCTIONS, _OPTIMIZE_CALLS, _PRINT_IR, _KERNEL_HISTORY = map(int, (
+    JitFlag.OptimizeLoops, JitFlag.MergeFunctions, JitFlag.OptimizeCalls, JitFlag.PrintIR,
+    JitFlag.KernelHistory))
+
+
+def _options(bits):
+    """The flags kernel assembly reads, of the runtime's flag bits."""
+    options = _options_of.get(bits)
+    if options is None:
+        options = _options_of[bits] = (bool(bits & _OPTIMIZE_LOOPS),
+                                       bool(bits & _MERGE_FUNCTIONS),
+                                       bool(bits & _OPTIMIZE_CALLS))
+    return options
+
+
+_options_of = {}
 
 
 def _group_key(size, summary_key, options):
@@ -128,7 +144,7 @@ class _Run:
         self.buffers = []
 
 
-def _prepare(backend_code, size, outputs, ids, summary, ahead, options):
+def _prepare(backend_code, size, outputs, ids, summary, ahead, options, bits):
     """The group's _Run: its kernel from a cache or compiled now, its outputs allocated."""
     run = _Run()
     run.be = be = _backend(backend_code)
@@ -149,7 +165,7 @@ def _prepare(backend_code, size, outputs, ids, summary, ahead, options):
             backend_here = entry.backend_time
         else:
             run.hit, run.backend_time = 'memory', 0.0
-    if flag(JitFlag.PrintIR):
+    if bits & _PRINT_IR:
         print(entry.ir)
     run.entry, run.size, run.outputs, run.buffers = entry, size, outputs, []
     try:
@@ -164,7 +180,7 @@ def _prepare(backend_code, size, outputs, ids, summary, ahead, options):
     return run
 
 
-def _launch(batch):
+def _launch(batch, bits):
     """Launches the prepared runs (and empties `batch`): one alone, several as one job of
     the thread pool, whose threads take blocks of any of them, so that none waits at the
     end of each kernel for the others (they read nothing the others write: see
@@ -186,13 +202,14 @@ def _launch(batch):
             run.free()
         raise
     elapsed = time.perf_counter() - t0
-    lanes = sum(run.size for run in runs)
+    recording = bits & _KERNEL_HISTORY or config.DEBUG
+    lanes = sum(run.size for run in runs) if recording else 0
     printed = []
     for run in runs:
         for nid, ptr in zip(run.outputs, run.buffers):
             _runtime.become_evaluated(nid, ptr)
-        # (kernels launched together share their time by their lanes)
-        _record(run, elapsed * run.size / max(lanes, 1))
+        if recording:       # (kernels launched together share their time by their lanes)
+            _record(run, elapsed * run.size / max(lanes, 1))
         if run.entry.prints:              # what its symbolic prints captured, in queue order
             printed += _runtime.take_print_rows([a for _, a, _ in run.leaves])
     return printed
@@ -223,7 +240,10 @@ def schedule(*args):
 
 def eval(*args):
     """Evaluates the arrays inside args (and anything scheduled) in as few kernels as possible."""
-    schedule(*args)
+    if len(args) == 1 and isinstance(args[0], ArrayBase):    # (the common case, fast)
+        _runtime.schedule(args[0].index)
+    else:
+        schedule(*args)
     if _runtime.has_pending():
         eval_pending()
 

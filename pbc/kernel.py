@@ -140,9 +140,7 @@ class Layout:
         self.output_types = [TYPE_NAMES.index(tname) for _, tname in self.outputs]
 
     def param_values(self, leaves, out_buffers):
-        memory = {pos: (addr, size) for pos, addr, size in leaves}
-        return [memory[pos][value] if pos >= 0 else out_buffers[value] if pos == OUTPUT
-                else value for pos, value in self.sources]
+        return _runtime.param_values(self.sources, leaves, out_buffers)
 
 
 STREAMING_LANES = 1 << 23
