@@ -315,10 +315,13 @@ cdef vector[uint64_t] param_words(list params) except *:
     p.push_back(0)
     return p
 
+# Layout sources other than a node's memory (see kernel.Layout).
+PARAM_OUTPUT, PARAM_CONSTANT = -1, -2
+
 def param_values(list sources, list leaves, list buffers):
     """A kernel's launch arguments: per Layout source (node position, 0 = address | 1 =
-    size) the leaf's value, (-1, k) output buffer k, or (-2, value) the value itself (see
-    kernel.Layout)."""
+    size) the leaf's value, (PARAM_OUTPUT, k) output buffer k, or (PARAM_CONSTANT, value)
+    the value itself."""
     cdef unordered_map[int64_t, Py_ssize_t] at
     cdef Py_ssize_t k, n = len(leaves)
     cdef int64_t pos
@@ -335,7 +338,7 @@ def param_values(list sources, list leaves, list buffers):
                 raise KeyError(f'pbc: no leaf for the kernel parameter of node {pos}')
             leaf = <tuple> leaves[deref(it).second]
             out[k] = leaf[2] if src[1] else leaf[1]
-        elif pos == -1:
+        elif pos == PARAM_OUTPUT:
             out[k] = buffers[src[1]]
         else:
             out[k] = src[1]

@@ -6,7 +6,7 @@ import logging
 import time
 
 from . import _runtime, config
-from .flags import JitFlag, flag
+from .flags import JitFlag
 from .kernel import FEW_LANES, STREAMING_LANES, assemble
 from .tree import ArrayBase, leaves
 
@@ -91,15 +91,8 @@ _OPTIMIZE_LOOPS, _MERGE_FUNCTIONS, _OPTIMIZE_CALLS, _PRINT_IR, _KERNEL_HISTORY =
 
 def _options(bits):
     """The flags kernel assembly reads, of the runtime's flag bits."""
-    options = _options_of.get(bits)
-    if options is None:
-        options = _options_of[bits] = (bool(bits & _OPTIMIZE_LOOPS),
-                                       bool(bits & _MERGE_FUNCTIONS),
-                                       bool(bits & _OPTIMIZE_CALLS))
-    return options
-
-
-_options_of = {}
+    return bool(bits & _OPTIMIZE_LOOPS), bool(bits & _MERGE_FUNCTIONS), \
+        bool(bits & _OPTIMIZE_CALLS)
 
 
 def _group_key(size, summary_key, options):
@@ -202,22 +195,22 @@ def _launch(batch, bits):
             run.free()
         raise
     elapsed = time.perf_counter() - t0
-    recording = bits & _KERNEL_HISTORY or config.DEBUG
-    lanes = sum(run.size for run in runs) if recording else 0
+    history = bool(bits & _KERNEL_HISTORY)
+    lanes = sum(run.size for run in runs) if history or config.DEBUG else 0
     printed = []
     for run in runs:
         for nid, ptr in zip(run.outputs, run.buffers):
             _runtime.become_evaluated(nid, ptr)
-        if recording:       # (kernels launched together share their time by their lanes)
-            _record(run, elapsed * run.size / max(lanes, 1))
+        if history or config.DEBUG:   # (kernels launched together share their time by lanes)
+            _record(run, elapsed * run.size / max(lanes, 1), history)
         if run.entry.prints:              # what its symbolic prints captured, in queue order
             printed += _runtime.take_print_rows([a for _, a, _ in run.leaves])
     return printed
 
 
-def _record(run, exec_time):
+def _record(run, exec_time, history):
     entry = run.entry
-    if flag(JitFlag.KernelHistory):
+    if history:
         _history.append(dict(backend=run.be.name, hash=entry.hash, ir_ops=entry.ir_ops,
                              size=run.size, cache_hit=run.hit,
                              codegen_time=run.codegen_time, backend_time=run.backend_time,
@@ -232,6 +225,8 @@ def _record(run, exec_time):
 
 def schedule(*args):
     """Queues the arrays inside args for the next eval(); True if there is work to do."""
+    if len(args) == 1 and isinstance(args[0], ArrayBase):    # (the common case, fast)
+        return _runtime.schedule(args[0].index)
     work = False
     for leaf in leaves(args):
         work |= _runtime.schedule(leaf.index)
@@ -240,10 +235,7 @@ def schedule(*args):
 
 def eval(*args):
     """Evaluates the arrays inside args (and anything scheduled) in as few kernels as possible."""
-    if len(args) == 1 and isinstance(args[0], ArrayBase):    # (the common case, fast)
-        _runtime.schedule(args[0].index)
-    else:
-        schedule(*args)
+    schedule(*args)
     if _runtime.has_pending():
         eval_pending()
 

@@ -121,7 +121,8 @@ class Kernel:
                     call_literals_tabled=self.tabled_literals)
 
 
-OUTPUT, CONSTANT = -1, -2     # Layout sources other than the memory of a trace node
+# Layout sources other than the memory of a trace node (the runtime's param_values reads them)
+OUTPUT, CONSTANT = _runtime.PARAM_OUTPUT, _runtime.PARAM_CONSTANT
 
 
 @dataclass
