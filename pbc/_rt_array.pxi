@@ -139,8 +139,12 @@ cdef inline void check_allowed(uint16_t op, uint8_t vt) except *:
     if not (OP_ALLOW[op] & kind_bit(vt)):
         raise TypeError(f"pbc: '{OP_NAMES[op]}' is not supported on {TYPE_NAMES[vt]} arrays")
 
-cdef object binop(uint16_t op, object a, object b, int mode):
-    """mode 0: arithmetic (promote), 1: comparison (Bool result), 2: shift (lhs type)."""
+cdef enum BinopMode:
+    ARITHMETIC     # operands promoted to a common type, the result's
+    COMPARISON     # operands promoted, a Bool result
+    SHIFT          # the result has the left operand's type
+
+cdef object binop(uint16_t op, object a, object b, BinopMode mode):
     cdef ArrayBase ref
     cdef int ka, kb
     cdef uint8_t vt, rt
@@ -154,7 +158,7 @@ cdef object binop(uint16_t op, object a, object b, int mode):
     kb = kind_of(b)
     if ka < 0 or kb < 0:
         return NotImplemented
-    if mode == 2:
+    if mode == SHIFT:
         vt = ka if isinstance(a, ArrayBase) else promote(ka, kb)
     else:
         vt = promote(ka, kb)
@@ -165,7 +169,7 @@ cdef object binop(uint16_t op, object a, object b, int mode):
             if is_float(vt):
                 raise TypeError("pbc: only '&' combines a float array with a Bool mask")
     check_allowed(op, vt)
-    rt = T_BOOL if mode == 1 else vt
+    rt = T_BOOL if mode == COMPARISON else vt
     cdef uint32_t ia = operand(a, vt, ref._backend), ib = 0
     try:
         ib = operand(b, vt, ref._backend)
@@ -339,43 +343,43 @@ cdef class ArrayBase:
         return vars[self._index].size
 
     # ---- arithmetic ----
-    def __add__(self, o): return binop(OP_ADD, self, o, 0)
-    def __radd__(self, o): return binop(OP_ADD, o, self, 0)
-    def __sub__(self, o): return binop(OP_SUB, self, o, 0)
-    def __rsub__(self, o): return binop(OP_SUB, o, self, 0)
-    def __mul__(self, o): return binop(OP_MUL, self, o, 0)
-    def __rmul__(self, o): return binop(OP_MUL, o, self, 0)
+    def __add__(self, o): return binop(OP_ADD, self, o, ARITHMETIC)
+    def __radd__(self, o): return binop(OP_ADD, o, self, ARITHMETIC)
+    def __sub__(self, o): return binop(OP_SUB, self, o, ARITHMETIC)
+    def __rsub__(self, o): return binop(OP_SUB, o, self, ARITHMETIC)
+    def __mul__(self, o): return binop(OP_MUL, self, o, ARITHMETIC)
+    def __rmul__(self, o): return binop(OP_MUL, o, self, ARITHMETIC)
     def __truediv__(self, o): return truediv(self, o)
     def __rtruediv__(self, o): return truediv(o, self)
     def __floordiv__(self, o): return floordiv(self, o)
     def __rfloordiv__(self, o): return floordiv(o, self)
-    def __mod__(self, o): return binop(OP_MOD, self, o, 0)
-    def __rmod__(self, o): return binop(OP_MOD, o, self, 0)
-    def __and__(self, o): return binop(OP_AND, self, o, 0)
-    def __rand__(self, o): return binop(OP_AND, o, self, 0)
-    def __or__(self, o): return binop(OP_OR, self, o, 0)
-    def __ror__(self, o): return binop(OP_OR, o, self, 0)
-    def __xor__(self, o): return binop(OP_XOR, self, o, 0)
-    def __rxor__(self, o): return binop(OP_XOR, o, self, 0)
-    def __lshift__(self, o): return binop(OP_SHL, self, o, 2)
-    def __rlshift__(self, o): return binop(OP_SHL, o, self, 2)
-    def __rshift__(self, o): return binop(OP_SHR, self, o, 2)
-    def __rrshift__(self, o): return binop(OP_SHR, o, self, 2)
+    def __mod__(self, o): return binop(OP_MOD, self, o, ARITHMETIC)
+    def __rmod__(self, o): return binop(OP_MOD, o, self, ARITHMETIC)
+    def __and__(self, o): return binop(OP_AND, self, o, ARITHMETIC)
+    def __rand__(self, o): return binop(OP_AND, o, self, ARITHMETIC)
+    def __or__(self, o): return binop(OP_OR, self, o, ARITHMETIC)
+    def __ror__(self, o): return binop(OP_OR, o, self, ARITHMETIC)
+    def __xor__(self, o): return binop(OP_XOR, self, o, ARITHMETIC)
+    def __rxor__(self, o): return binop(OP_XOR, o, self, ARITHMETIC)
+    def __lshift__(self, o): return binop(OP_SHL, self, o, SHIFT)
+    def __rlshift__(self, o): return binop(OP_SHL, o, self, SHIFT)
+    def __rshift__(self, o): return binop(OP_SHR, self, o, SHIFT)
+    def __rrshift__(self, o): return binop(OP_SHR, o, self, SHIFT)
     def __pow__(self, o, mod=None): return power_hook(self, o)
     def __rpow__(self, o, mod=None): return power_hook(o, self)
     # In-place forms change this array object (every name bound to it sees the new value),
     # as Dr.Jit does; a result of another type (UInt32 += 0.5) rebinds the name instead.
-    def __iadd__(self, o): return inplace(self, binop(OP_ADD, self, o, 0))
-    def __isub__(self, o): return inplace(self, binop(OP_SUB, self, o, 0))
-    def __imul__(self, o): return inplace(self, binop(OP_MUL, self, o, 0))
+    def __iadd__(self, o): return inplace(self, binop(OP_ADD, self, o, ARITHMETIC))
+    def __isub__(self, o): return inplace(self, binop(OP_SUB, self, o, ARITHMETIC))
+    def __imul__(self, o): return inplace(self, binop(OP_MUL, self, o, ARITHMETIC))
     def __itruediv__(self, o): return inplace(self, truediv(self, o))
     def __ifloordiv__(self, o): return inplace(self, floordiv(self, o))
-    def __imod__(self, o): return inplace(self, binop(OP_MOD, self, o, 0))
-    def __iand__(self, o): return inplace(self, binop(OP_AND, self, o, 0))
-    def __ior__(self, o): return inplace(self, binop(OP_OR, self, o, 0))
-    def __ixor__(self, o): return inplace(self, binop(OP_XOR, self, o, 0))
-    def __ilshift__(self, o): return inplace(self, binop(OP_SHL, self, o, 2))
-    def __irshift__(self, o): return inplace(self, binop(OP_SHR, self, o, 2))
+    def __imod__(self, o): return inplace(self, binop(OP_MOD, self, o, ARITHMETIC))
+    def __iand__(self, o): return inplace(self, binop(OP_AND, self, o, ARITHMETIC))
+    def __ior__(self, o): return inplace(self, binop(OP_OR, self, o, ARITHMETIC))
+    def __ixor__(self, o): return inplace(self, binop(OP_XOR, self, o, ARITHMETIC))
+    def __ilshift__(self, o): return inplace(self, binop(OP_SHL, self, o, SHIFT))
+    def __irshift__(self, o): return inplace(self, binop(OP_SHR, self, o, SHIFT))
     def __ipow__(self, o): return inplace(self, power_hook(self, o))
 
     def __neg__(self): return unop(OP_NEG, self)
@@ -384,12 +388,12 @@ cdef class ArrayBase:
     def __pos__(self): return share(self)
 
     # ---- comparisons ----
-    def __eq__(self, o): return binop(OP_EQ, self, o, 1)
-    def __ne__(self, o): return binop(OP_NE, self, o, 1)
-    def __lt__(self, o): return binop(OP_LT, self, o, 1)
-    def __le__(self, o): return binop(OP_LE, self, o, 1)
-    def __gt__(self, o): return binop(OP_GT, self, o, 1)
-    def __ge__(self, o): return binop(OP_GE, self, o, 1)
+    def __eq__(self, o): return binop(OP_EQ, self, o, COMPARISON)
+    def __ne__(self, o): return binop(OP_NE, self, o, COMPARISON)
+    def __lt__(self, o): return binop(OP_LT, self, o, COMPARISON)
+    def __le__(self, o): return binop(OP_LE, self, o, COMPARISON)
+    def __gt__(self, o): return binop(OP_GT, self, o, COMPARISON)
+    def __ge__(self, o): return binop(OP_GE, self, o, COMPARISON)
     # Hashed by identity (== compares lanes), so that arrays can be dict keys and dataclass
     # field defaults, as Dr.Jit's can.
     def __hash__(self):
@@ -494,7 +498,7 @@ cdef object lanes_of(object key, uint32_t n, uint8_t backend):
 cdef object truediv(object a, object b):
     """`/`, which divides floats: integer arrays divide with `//` (as Dr.Jit, and unlike a
     C-style integer division that Python's `/` would never mean)."""
-    r = binop(OP_DIV, a, b, 0)
+    r = binop(OP_DIV, a, b, ARITHMETIC)
     if r is NotImplemented or is_float((<ArrayBase> r)._vt):
         return r
     raise TypeError(f"pbc: unsupported operand type(s) for /: '{type(a).__name__}' and "
@@ -502,7 +506,7 @@ cdef object truediv(object a, object b):
                     'float array first)')
 
 cdef object floordiv(object a, object b):
-    r = binop(OP_DIV, a, b, 0)
+    r = binop(OP_DIV, a, b, ARITHMETIC)
     if r is NotImplemented or not is_float((<ArrayBase> r)._vt):
         return r
     return unop(OP_FLOOR, <ArrayBase> r)
@@ -554,20 +558,34 @@ cdef object to_numpy(ArrayBase a):
     return out
 
 # ---- Python-visible op entry points (used by pbc's Python modules) ------------------------
+cdef dict OP_CODES = {name: code for code, name in enumerate(OP_NAMES)}
+
 def op_unary(str name, ArrayBase a):
-    return unop(OP_NAMES.index(name), a)
+    return unop(OP_CODES[name], a)
 
 def op_binary(str name, a, b):
-    cdef uint16_t op = OP_NAMES.index(name)
-    r = binop(op, a, b, 1 if OP_FLAGS[op] & OPF_COMPARISON else (2 if OP_FLAGS[op] & OPF_SHIFT
-                                                                else 0))
+    cdef uint16_t op = OP_CODES[name]
+    r = binop(op, a, b, COMPARISON if OP_FLAGS[op] & OPF_COMPARISON else
+              SHIFT if OP_FLAGS[op] & OPF_SHIFT else ARITHMETIC)
     if r is NotImplemented:
         raise TypeError(f"pbc.{name}: unsupported operand types {type(a).__name__} and "
                         f"{type(b).__name__}")
     return r
 
 def op_fma(a, b, c):
-    cdef ArrayBase ref = next(x for x in (a, b, c) if isinstance(x, ArrayBase))
+    return fma3(a, b, c)
+
+cdef object fma3(object a, object b, object c):
+    """a * b + c, one rounding; at least one of them is an array."""
+    cdef ArrayBase ref
+    if isinstance(a, ArrayBase):
+        ref = <ArrayBase> a
+    elif isinstance(b, ArrayBase):
+        ref = <ArrayBase> b
+    elif isinstance(c, ArrayBase):
+        ref = <ArrayBase> c
+    else:
+        raise TypeError('pbc.fma: needs at least one JIT array')
     cdef int k, vt = 0
     for x in (a, b, c):
         k = kind_of(x)

@@ -8,6 +8,7 @@ This module imports nothing from pbc. It is split into include files by concern:
   _rt_fold.pxi    constant folding and algebraic simplification (bit-exact with kernels)
   _rt_ops.pxi     typed op construction: promotion, size checks, gather/scatter
   _rt_array.pxi   ArrayBase, the Cython operator path of every JIT array class
+  _rt_vector.pxi  static vectors' components and their componentwise operators
   _rt_memory.pxi  gathers and scatters, copy-on-write, Debug-mode bounds checks
   _rt_loop.pxi    symbolic loops: scopes of recorded loop bodies, the side-effect mask stack
   _rt_call.pxi    symbolic calls: dispatch targets recorded in scopes of their own
@@ -27,6 +28,7 @@ include "_rt_graph.pxi"
 include "_rt_fold.pxi"
 include "_rt_ops.pxi"
 include "_rt_array.pxi"
+include "_rt_vector.pxi"
 include "ad/tape.pxi"
 include "_rt_template.pxi"
 include "_rt_memory.pxi"

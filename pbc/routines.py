@@ -459,16 +459,17 @@ def reinterpret_array(T, x):
 def dot(a, b):
     """The dot product: over the components of static vectors (per lane), over the lanes
     of flat arrays (a width-1 array, as Dr.Jit), over the entries of Python sequences."""
+    if type(a) is type(b) and isinstance(a, StaticArray):      # (the common case, in C)
+        r = _runtime.vector_dot(a, b)
+        if r is not None:
+            return r
     vec = a if isinstance(a, StaticArray) else b if isinstance(b, StaticArray) else None
     if vec is not None:
         from .vector import _components
         pa, pb = _components(a, vec.Size), _components(b, vec.Size)
         acc = pa[0] * pb[0]
         for x, y in zip(pa[1:], pb[1:]):
-            # (flat components of one class: the op itself, without fma's argument lifting;
-            # dot traces 12% faster)
-            same = isinstance(x, ArrayBase) and type(acc) is type(x) is type(y)
-            acc = op_fma(x, y, acc) if same else fma(x, y, acc)
+            acc = fma(x, y, acc)
         return acc
     if isinstance(a, ArrayBase) or isinstance(b, ArrayBase):
         from .reductions import sum as _sum
@@ -495,6 +496,10 @@ def normalize(v):
 def cross(a, b):
     if a.Size != 3 or b.Size != 3:
         raise ValueError('pbc.cross: needs 3D vectors')
+    if type(a) is type(b):
+        r = _runtime.vector_cross(a, b)
+        if r is not None:
+            return r
     (ax, ay, az), (bx, by, bz) = a, b
     return type(a)._from([fma(ay, bz, -(az * by)), fma(az, bx, -(ax * bz)),
                           fma(ax, by, -(ay * bx))])

@@ -9,11 +9,11 @@ import operator
 
 import numpy as np
 
-from ._runtime import ArrayBase, VarState, op_binary
+from ._runtime import VECTOR_CLASSES, ArrayBase, VarState, VectorBase
 from .ad.api import GradAttribute
 from .printing import array_repr
 
-_VECTORS = {}      # (size, flat class) -> vector class
+_VECTORS = VECTOR_CLASSES      # (size, flat class) -> vector class
 
 
 def vector_type(size, flat):
@@ -70,10 +70,12 @@ def _numpy_array(self, dtype=None, copy=None):
     return a if dtype is None else a.astype(dtype)
 
 
-class StaticArray:
+class StaticArray(VectorBase):
+    # (VectorBase, in C, holds the components and the common cases of the componentwise
+    # operators; the methods here are the general forms)
     Size = 0
     Value = None          # flat component class
-    __slots__ = ('_items',)
+    __slots__ = ()
     __array_priority__ = 200
     grad = GradAttribute()
 
@@ -120,11 +122,11 @@ class StaticArray:
         else:
             raise TypeError(f'pbc: {type(self).__name__}: Input has the wrong size (expected '
                             f'{n} elements, got {len(args)}).')
-        object.__setattr__(self, '_items', tuple(items))
+        _set_items(self, tuple(items))
 
     @classmethod
     def _from(cls, items):
-        out = object.__new__(cls)
+        out = VectorBase.__new__(cls)
         _set_items(out, tuple(items))
         return out
 
@@ -134,10 +136,7 @@ class StaticArray:
     def _pbc_rebuild(self, children):
         return self._from(children)
 
-    # ---- components ----
-    def __len__(self):
-        return self.Size
-
+    # ---- components (len, iteration and .x .y .z .w: VectorBase) ----
     def __getitem__(self, i):
         if _is_mask(i):                       # v[mask] += w: see __setitem__
             return self._from([type(c)(c) for c in self._items])
@@ -154,10 +153,10 @@ class StaticArray:
             return
         else:
             items[i] = self.Value(value)
-        object.__setattr__(self, '_items', tuple(items))
+        _set_items(self, tuple(items))
 
     def _pbc_assign(self, children):
-        object.__setattr__(self, '_items', tuple(children))
+        _set_items(self, tuple(children))
 
     def __getattr__(self, name):
         # Swizzles: v.xy, v.zyx, v.xxxx (as Dr.Jit), new vectors of the named components.
@@ -180,14 +179,6 @@ class StaticArray:
             return
         object.__setattr__(self, name, value)
 
-    def __iter__(self):
-        return iter(self._items)
-
-    x = property(lambda s: s._items[0], lambda s, v: s.__setitem__(0, v))
-    y = property(lambda s: s._items[1], lambda s, v: s.__setitem__(1, v))
-    z = property(lambda s: s._items[2], lambda s, v: s.__setitem__(2, v))
-    w = property(lambda s: s._items[3], lambda s, v: s.__setitem__(3, v))
-
     def width(self):
         return max((c.width() if isinstance(c, StaticArray) else len(c) for c in self._items),
                    default=0)
@@ -203,44 +194,22 @@ class StaticArray:
         from .traits import shape
         return shape(self)
 
-    # ---- componentwise operators ----
-    # (The commonest operands, a vector of the same class and a Python number, take a
-    # short path: these operators are most of the tracing time of vector code.)
+    # ---- componentwise operators (their common cases: VectorBase) ----
     def _map2(self, other, fn, reflected=False):
-        t = type(other)
-        if t is type(self):
-            pairs = zip(other._items, self._items) if reflected else \
-                zip(self._items, other._items)
-        elif t is float or t is int:
-            pairs = ((other, a) for a in self._items) if reflected else \
-                ((a, other) for a in self._items)
-        elif not isinstance(other, (StaticArray,) + OPERANDS):
+        if not isinstance(other, (StaticArray,) + OPERANDS):
             return NotImplemented
-        else:
-            n = self.Size
-            pairs = zip(_components(other, n), self._items) if reflected else \
-                zip(self._items, _components(other, n))
-        return self._result([fn(a, b) for a, b in pairs])
+        pairs = zip(self._items, _components(other, self.Size))
+        return self._result([fn(b, a) if reflected else fn(a, b) for a, b in pairs])
 
     def _map1(self, fn):
         return self._result([fn(a) for a in self._items])
 
     def _result(self, items):
-        """The vector (of the size and component type) of these items (_from, inlined: a
-        class-method call per operator shows in tracing time)."""
-        out = object.__new__(_VECTORS[self.Size, type(items[0])])
-        _set_items(out, tuple(items))
-        return out
+        """The vector (of the size and component type) of these items."""
+        return _VECTORS[self.Size, type(items[0])]._from(items)
 
     _inplace = _update_in_place
 
-    def __eq__(self, o): return self._map2(o, lambda a, b: op_binary('eq', a, b))
-    def __ne__(self, o): return self._map2(o, lambda a, b: op_binary('ne', a, b))
-    def __lt__(self, o): return self._map2(o, operator.lt)
-    def __le__(self, o): return self._map2(o, operator.le)
-    def __gt__(self, o): return self._map2(o, operator.gt)
-    def __ge__(self, o): return self._map2(o, operator.ge)
-    def __neg__(self): return self._map1(operator.neg)
     def __pos__(self): return self._map1(lambda a: type(a)(a))
     def __invert__(self): return self._map1(operator.invert)
     def __abs__(self): return self._map1(abs)
@@ -261,7 +230,8 @@ class StaticArray:
     __repr__ = array_repr
 
 
-_set_items = StaticArray._items.__set__     # (StaticArray.__setattr__ handles swizzles)
+# (assigning self._items would go through StaticArray.__setattr__, which handles swizzles)
+_set_items = VectorBase._items.__set__
 _SWIZZLE = {'x': 0, 'y': 1, 'z': 2, 'w': 3}
 _BINARY = {'add': operator.add, 'sub': operator.sub, 'mul': operator.mul,
            'truediv': operator.truediv, 'floordiv': operator.floordiv, 'mod': operator.mod,
@@ -270,11 +240,15 @@ _BINARY = {'add': operator.add, 'sub': operator.sub, 'mul': operator.mul,
 
 
 def _operators(cls, binary):
-    """cls's binary operators, their reflected and in-place forms, from cls._map2."""
+    """cls's binary operators, their reflected and in-place forms, from cls._map2, except
+    those that a base class defines (VectorBase's, in C)."""
     for name, fn in binary.items():
-        setattr(cls, f'__{name}__', lambda s, o, fn=fn: s._map2(o, fn))
-        setattr(cls, f'__r{name}__', lambda s, o, fn=fn: s._map2(o, fn, True))
-        setattr(cls, f'__i{name}__', lambda s, o, fn=fn: s._inplace(s._map2(o, fn)))
+        forms = {f'__{name}__': lambda s, o, fn=fn: s._map2(o, fn),
+                 f'__r{name}__': lambda s, o, fn=fn: s._map2(o, fn, True),
+                 f'__i{name}__': lambda s, o, fn=fn: s._inplace(s._map2(o, fn))}
+        for dunder, method in forms.items():
+            if not hasattr(cls, dunder):
+                setattr(cls, dunder, method)
 
 
 _operators(StaticArray, _BINARY)

@@ -1,14 +1,20 @@
 """Construction, conversion, printing, static vectors, matrices, tensors, interop, threads,
 and clear errors for bad input."""
 
+import operator
+
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import pbc
 from pbc.llvm import (
     Array2i,
     Array3b,
     Array3f,
+    Array3f64,
+    Array3i,
     Array4f,
     Bool,
     Float,
@@ -233,6 +239,71 @@ def test_vector_operators_for_every_kind_of_operand():
     less = v < w
     assert type(less) is Array3b and less.numpy().all()
     assert type(v * Float(2)) is Array3f and type(v + Int(1)) is Array3f
+
+
+_FLOAT_OPS = [operator.add, operator.sub, operator.mul, operator.truediv, operator.lt,
+              operator.le, operator.gt, operator.ge, operator.eq, operator.ne]
+_INT_OPS = [operator.add, operator.sub, operator.mul, operator.and_, operator.or_,
+            operator.xor, operator.lt, operator.eq, operator.ne, operator.ge]
+
+
+@settings(max_examples=80, deadline=None)
+@given(data=st.data())
+def test_vector_operators_match_numpy_for_any_operand_on_either_side(data):
+    """Each operator of a vector (the C paths take a vector of the same class, a flat array
+    or a Python int or float; everything else takes the general path) gives NumPy's values,
+    in a vector of the result's type, with the operand on either side."""
+    floating = data.draw(st.booleans(), label='floating')
+    V, F, dtype = (Array3f, Float, np.float32) if floating else (Array3i, Int, np.int32)
+    fn = data.draw(st.sampled_from(_FLOAT_OPS if floating else _INT_OPS), label='op')
+    values = st.integers(1, 9)
+    a = np.array(data.draw(st.lists(values, min_size=12, max_size=12)), dtype).reshape(3, 4)
+    v = V(a)
+    kind = data.draw(st.sampled_from(['vector', 'flat', 'int', 'float', 'list', 'numpy',
+                                      'other vector']), label='operand')
+    if kind == 'vector':
+        b = np.array(data.draw(st.lists(values, min_size=12, max_size=12)), dtype)
+        o, o_np = V(b.reshape(3, 4)), b.reshape(3, 4)
+    elif kind == 'flat':
+        b = np.array(data.draw(st.lists(values, min_size=4, max_size=4)), dtype)
+        o, o_np = F(b), b
+    elif kind in ('int', 'float'):
+        o = o_np = data.draw(values) * (1 if kind == 'int' else 0.5)
+    elif kind in ('list', 'numpy'):
+        b = data.draw(st.lists(values, min_size=3, max_size=3))
+        o = b if kind == 'list' else np.array(b, dtype)
+        o_np = np.array(b, dtype).reshape(3, 1)
+    else:
+        b = np.array(data.draw(st.lists(values, min_size=12, max_size=12)), np.float64)
+        o, o_np = Array3f64(b.reshape(3, 4)), b.reshape(3, 4)
+    if not floating and fn in _INT_OPS[3:6] and kind in ('float', 'other vector'):
+        return              # (bitwise operators of a float)
+    reflected = data.draw(st.booleans(), label='reflected')
+    got = fn(o, v) if reflected else fn(v, o)
+    want = np.asarray(fn(o_np, a) if reflected else fn(a, o_np))
+    expected = Array3b if want.dtype.kind == 'b' else Array3f64 if kind == 'other vector' \
+        else Array3f if want.dtype.kind == 'f' else Array3i
+    assert type(got) is expected
+    out = got.numpy()
+    np.testing.assert_allclose(out, np.broadcast_to(want, out.shape), rtol=1e-6)
+
+
+def test_operators_of_nested_vectors_and_mixed_vector_classes():
+    m, n = Matrix3f(np.arange(9.0).reshape(3, 3)), Matrix3f(np.full((3, 3), 4.0))
+    both = (m < n) & (m > 1)          # vectors of vectors: the general path, per row
+    assert type(both).__name__ == 'Array33b'
+    np.testing.assert_array_equal(both.numpy()[..., 0],
+                                  (np.arange(9).reshape(3, 3) < 4) &
+                                  (np.arange(9).reshape(3, 3) > 1))
+    i, f = Array3i(1, 2, 3), Array3f(0.5, 0.5, 0.5)
+    assert type(i + f) is Array3f and type(f * i) is Array3f
+    np.testing.assert_array_equal((i + f).numpy()[:, 0], [1.5, 2.5, 3.5])
+    np.testing.assert_allclose(pbc.dot(i, f).numpy(), [3.0])
+    np.testing.assert_allclose(pbc.cross(Array3f64(1, 0, 0), Array3f64(0, 1, 0)).numpy()[:, 0],
+                               [0, 0, 1])
+    np.testing.assert_allclose(pbc.dot(f, [2, 2, 2]).numpy(), [3.0])
+    with pytest.raises(TypeError, match='/'):
+        Array3i(1, 2, 3) / Array3i(1, 1, 1)     # integer vectors divide with //
 
 
 def test_cross_dot_and_normalize_against_numpy():
