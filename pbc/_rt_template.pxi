@@ -35,10 +35,25 @@ cdef class TraceTemplate:
     cdef vector[TemplateStep] steps
     cdef vector[uint8_t] lit_type
     cdef vector[uint64_t] lit_bits
+    cdef vector[uint32_t] lit_var    # each literal's variable, kept (0 until first replayed)
     cdef vector[int32_t] out_slot
     cdef vector[uint8_t] out_type
     cdef int n_args
     cdef object out_kind        # None for one array, else tuple or list
+
+    def __dealloc__(self):
+        if vars != NULL:
+            for i in self.lit_var:
+                if i:
+                    dec_ext(i)
+
+    cdef uint32_t literal(self, int32_t k, uint8_t backend) except 0:
+        """The variable of literal k. Replays keep one reference to it: making a literal
+        is a value-numbering lookup per use, a sizable part of a replay."""
+        cdef uint32_t i = self.lit_var[k]
+        if i == 0:
+            i = self.lit_var[k] = var_literal(self.lit_type[k], 1, self.lit_bits[k], backend)
+        return i
 
 cdef class TemplateRecorder:
     """Logs the outermost var_op calls while a TracedFunction records (`recorder`). Step
@@ -96,31 +111,25 @@ cdef object replay(TraceTemplate t, tuple args):
     """The template's ops on `args` (what the recorded function returns for them)."""
     cdef vector[uint32_t] slot
     cdef uint32_t operand[3]
-    cdef uint32_t lit[3]
     cdef uint8_t backend = (<ArrayBase> args[0])._backend
     cdef int32_t ref
     cdef int k
     cdef size_t j, n = t.n_args
     for x in args:
         slot.push_back((<ArrayBase> x)._index)
+    if t.lit_var.size() < t.lit_type.size():
+        t.lit_var.resize(t.lit_type.size(), 0)
     try:
         for s in t.steps:
             for k in range(3):
                 ref = s.arg[k]
-                lit[k] = 0
                 if ref >= 0:
                     operand[k] = slot[ref]
                 elif ref == NO_ARG:
                     operand[k] = 0
                 else:
-                    ref = FIRST_LITERAL - ref
-                    lit[k] = operand[k] = var_literal(t.lit_type[ref], 1, t.lit_bits[ref],
-                                                      backend)
-            try:
-                slot.push_back(var_op(s.op, s.rt, operand[0], operand[1], operand[2],
-                                      s.extra))
-            finally:
-                dec_ext(lit[0]); dec_ext(lit[1]); dec_ext(lit[2])
+                    operand[k] = t.literal(FIRST_LITERAL - ref, backend)
+            slot.push_back(var_op(s.op, s.rt, operand[0], operand[1], operand[2], s.extra))
         outs = []
         for j in range(t.out_slot.size()):
             inc_ext(slot[t.out_slot[j]])
@@ -129,6 +138,24 @@ cdef object replay(TraceTemplate t, tuple args):
         for j in range(n, slot.size()):
             dec_ext(slot[j])
     return outs[0] if t.out_kind is None else t.out_kind(outs)
+
+
+def plain_float_arrays(tuple args):
+    """Whether `args` are arrays of one float class (float32 or float64, not a subclass)
+    without derivatives here: a call of pbc.sin and the like that needs no conversion,
+    lifting or derivative rule."""
+    cdef ArrayBase a
+    if not args:
+        return False
+    t = type(args[0])
+    for x in args:
+        if type(x) is not t or not isinstance(x, ArrayBase):
+            return False
+        a = <ArrayBase> x
+        if (a._vt != T_FLOAT32 and a._vt != T_FLOAT64) or ad_src(a) or \
+                t is not CLASSES[a._backend * 16 + a._vt]:
+            return False
+    return True
 
 
 cdef class TracedFunction:

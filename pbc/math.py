@@ -23,7 +23,7 @@ import functools
 import math as _pymath
 
 from . import _runtime
-from ._runtime import ArrayBase, class_for
+from ._runtime import ArrayBase, class_for, plain_float_arrays
 from .ad import function as ad_function
 from .routines import (
     abs,
@@ -253,17 +253,25 @@ def _float_fn(fn, rule=None):
     Its derivative is the analytic rule `rule` (default: its name) of pbc/ad/rules.py, not
     that of the approximation fn computes (rule=False: fn sees to its derivatives itself)."""
     name, doc = fn.__name__, fn.__doc__
-    fn = TRACED[name] = _runtime.TracedFunction(fn)     # recorded once, replayed after
-    if rule is not False:
-        fn = ad_function.differentiable(rule or name)(fn)
+    traced = TRACED[name] = _runtime.TracedFunction(fn)     # recorded once, replayed after
+    inner = traced if rule is False else ad_function.differentiable(rule or name)(traced)
 
     def lifted(*args):
         arrays = [a for a in args if isinstance(a, ArrayBase)]
         wide = builtins.any(a.Type == 'float64' for a in arrays)
         T = class_for(arrays[0], 'float64' if wide else 'float32')
-        return fn(*(a if type(a) is T else T(a) for a in args))
+        return inner(*(a if type(a) is T else T(a) for a in args))
     lifted.__name__, lifted.__doc__ = name, doc
-    return componentwise(lifted, floating=True)
+    general = componentwise(lifted, floating=True)
+
+    def call(*args):
+        # (the common call, on float arrays of one class without derivatives, needs none of
+        # the lifting: a third of sin's tracing time)
+        if plain_float_arrays(args):
+            return traced(*args)
+        return general(*args)
+    call.__name__, call.__qualname__, call.__doc__ = name, name, doc
+    return call
 
 
 # ---- trigonometric -----------------------------------------------------------------------
