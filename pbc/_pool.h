@@ -9,9 +9,16 @@
  * caller likewise polls briefly for the blocks that workers are finishing before it sleeps.
  * Sleeping workers do not compete with the Python thread that keeps tracing.
  *
- * A worker joins a job only while it is unfinished, and a new job waits until every worker
- * that joined the previous one has left it, so no worker can mix the block counter of one
- * job with the function and parameters of another.
+ * Posting and joining a job take no lock: on a machine of many cores, workers that each
+ * had to pass a mutex to join made a job's start cost more than small kernels run (a
+ * 64K-lane kernel on 16 threads: 83 us, now 17 us). The caller publishes the job's fields
+ * inside a sequence lock (generation odd while it writes them, even once they are
+ * complete); a worker copies them, counts itself `active`, and joins if the generation is
+ * still the one it copied. The caller makes the generation odd before it waits for no
+ * worker to be active and resets the block counters, so with sequentially consistent
+ * atomics either it waits for the worker or the worker sees the odd generation and backs
+ * out: no worker mixes the block counter of one job with the fields of another. The mutex
+ * serves only sleeping and waking.
  */
 #pragma once
 #include <pthread.h>
@@ -24,18 +31,27 @@
 typedef void (*pbc_fn)(int64_t start, int64_t end, void *params);
 
 static struct {
-    pthread_mutex_t mu;
+    pthread_mutex_t mu;        /* sleeping and waking (and starting workers) */
     pthread_cond_t wake, finished;
+    pthread_mutex_t caller;    /* one job at a time: callers on several threads queue */
     int workers;               /* threads started so far */
     int allowed;               /* how many of them may join jobs (thread_count - 1) */
-    uint64_t generation;       /* bumped for every job */
+    uint64_t generation;       /* sequence lock of the job fields: odd while written */
     int active;                /* workers inside the current job */
+    int sleepers;              /* workers asleep (or about to be) on `wake` */
+    int caller_asleep;         /* the caller sleeps on `finished` */
     pbc_fn fn;
     void *params;
     int64_t n, block, nblocks;
-    int64_t next, done;        /* accessed atomically */
+    int64_t next, done;        /* blocks taken and finished */
     int fork_handler;          /* pbc_pool_after_fork is registered */
-} pbc_pool = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, PTHREAD_COND_INITIALIZER};
+} pbc_pool = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, PTHREAD_COND_INITIALIZER,
+              PTHREAD_MUTEX_INITIALIZER};
+
+#define PBC_LOAD(x) __atomic_load_n(&(x), __ATOMIC_SEQ_CST)
+#define PBC_STORE(x, v) __atomic_store_n(&(x), (v), __ATOMIC_SEQ_CST)
+#define PBC_FIELD(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
+#define PBC_SET_FIELD(x, v) __atomic_store_n(&(x), (v), __ATOMIC_RELAXED)
 
 static void pbc_pool_work(pbc_fn fn, void *params, int64_t n, int64_t block, int64_t nblocks) {
     for (;;) {
@@ -44,7 +60,8 @@ static void pbc_pool_work(pbc_fn fn, void *params, int64_t n, int64_t block, int
             return;
         int64_t start = b * block, end = start + block < n ? start + block : n;
         fn(start, end, params);
-        if (__atomic_fetch_add(&pbc_pool.done, 1, __ATOMIC_SEQ_CST) + 1 == nblocks) {
+        if (__atomic_add_fetch(&pbc_pool.done, 1, __ATOMIC_SEQ_CST) == nblocks &&
+                PBC_LOAD(pbc_pool.caller_asleep)) {
             pthread_mutex_lock(&pbc_pool.mu);
             pthread_cond_broadcast(&pbc_pool.finished);
             pthread_mutex_unlock(&pbc_pool.mu);
@@ -69,51 +86,54 @@ static int pbc_poll(int (*ready)(const void *), const void *arg) {
     return 1;
 }
 
+/* A job other than `*seen` is published (complete: even generation). */
 static int pbc_job_posted(const void *seen) {
-    return __atomic_load_n(&pbc_pool.generation, __ATOMIC_ACQUIRE) != *(const uint64_t *) seen;
+    uint64_t g = PBC_LOAD(pbc_pool.generation);
+    return g != *(const uint64_t *) seen && !(g & 1);
 }
 
 static int pbc_job_done(const void *unused) {
     (void) unused;
-    return __atomic_load_n(&pbc_pool.done, __ATOMIC_ACQUIRE) >=
-           __atomic_load_n(&pbc_pool.nblocks, __ATOMIC_ACQUIRE);
+    return PBC_LOAD(pbc_pool.done) >= PBC_LOAD(pbc_pool.nblocks);
 }
 
 static int pbc_workers_left(const void *unused) {
     (void) unused;
-    return __atomic_load_n(&pbc_pool.active, __ATOMIC_ACQUIRE) == 0;
+    return PBC_LOAD(pbc_pool.active) == 0;
 }
 
 static void *pbc_pool_worker(void *arg) {
     int id = (int) (intptr_t) arg;
-    uint64_t seen = 0;
-    pthread_mutex_lock(&pbc_pool.mu);
+    uint64_t seen = PBC_LOAD(pbc_pool.generation) & ~(uint64_t) 1;
     for (;;) {
-        while (pbc_pool.generation == seen || id >= pbc_pool.allowed ||
-               __atomic_load_n(&pbc_pool.done, __ATOMIC_SEQ_CST) >= pbc_pool.nblocks)
-        {
-            if (pbc_pool.generation != seen && id >= pbc_pool.allowed)
-                seen = pbc_pool.generation;     /* not for us: wait for the next job */
-            if (pbc_pool.generation != seen && __atomic_load_n(&pbc_pool.done, __ATOMIC_SEQ_CST) >= pbc_pool.nblocks)
-                seen = pbc_pool.generation;     /* woke up too late: already finished */
-            if (pbc_pool.generation != seen)
-                continue;
-            pthread_mutex_unlock(&pbc_pool.mu);        /* poll for the next job a while, */
-            int posted = pbc_poll(pbc_job_posted, &seen);
+        if (!pbc_poll(pbc_job_posted, &seen)) {          /* poll a while, then sleep */
             pthread_mutex_lock(&pbc_pool.mu);
-            if (!posted && pbc_pool.generation == seen)  /* then sleep */
+            __atomic_add_fetch(&pbc_pool.sleepers, 1, __ATOMIC_SEQ_CST);
+            while (!pbc_job_posted(&seen))
                 pthread_cond_wait(&pbc_pool.wake, &pbc_pool.mu);
+            __atomic_sub_fetch(&pbc_pool.sleepers, 1, __ATOMIC_SEQ_CST);
+            pthread_mutex_unlock(&pbc_pool.mu);
         }
-        seen = pbc_pool.generation;
-        pbc_fn fn = pbc_pool.fn;
-        void *params = pbc_pool.params;
-        int64_t n = pbc_pool.n, block = pbc_pool.block, nblocks = pbc_pool.nblocks;
-        __atomic_add_fetch(&pbc_pool.active, 1, __ATOMIC_RELEASE);
-        pthread_mutex_unlock(&pbc_pool.mu);
-        pbc_pool_work(fn, params, n, block, nblocks);
-        pthread_mutex_lock(&pbc_pool.mu);
-        if (__atomic_sub_fetch(&pbc_pool.active, 1, __ATOMIC_RELEASE) == 0)
-            pthread_cond_broadcast(&pbc_pool.finished);
+        /* A consistent copy of the job's fields (sequence lock), then join it if it is
+           still the current one once this worker counts as active. */
+        uint64_t g = PBC_LOAD(pbc_pool.generation);
+        if (g & 1)
+            continue;                                    /* being written: poll again */
+        pbc_fn fn = PBC_FIELD(pbc_pool.fn);
+        void *params = PBC_FIELD(pbc_pool.params);
+        int64_t n = PBC_FIELD(pbc_pool.n), block = PBC_FIELD(pbc_pool.block);
+        int64_t nblocks = PBC_FIELD(pbc_pool.nblocks);
+        int allowed = PBC_FIELD(pbc_pool.allowed);
+        __atomic_thread_fence(__ATOMIC_SEQ_CST);          /* (the copy, then the check) */
+        if (PBC_LOAD(pbc_pool.generation) != g)
+            continue;
+        seen = g;
+        if (id >= allowed)
+            continue;                                    /* not for us: wait for the next */
+        __atomic_add_fetch(&pbc_pool.active, 1, __ATOMIC_SEQ_CST);
+        if (PBC_LOAD(pbc_pool.generation) == g)
+            pbc_pool_work(fn, params, n, block, nblocks);
+        __atomic_sub_fetch(&pbc_pool.active, 1, __ATOMIC_SEQ_CST);
     }
     return NULL;
 }
@@ -122,9 +142,38 @@ static void *pbc_pool_worker(void *arg) {
  * at the fork: start over with fresh state (workers are started again on demand). */
 static void pbc_pool_after_fork(void) {
     pthread_mutex_init(&pbc_pool.mu, NULL);
+    pthread_mutex_init(&pbc_pool.caller, NULL);
     pthread_cond_init(&pbc_pool.wake, NULL);
     pthread_cond_init(&pbc_pool.finished, NULL);
-    pbc_pool.workers = pbc_pool.allowed = pbc_pool.active = 0;
+    pbc_pool.workers = pbc_pool.allowed = pbc_pool.active = pbc_pool.sleepers = 0;
+    pbc_pool.caller_asleep = 0;
+    pbc_pool.generation &= ~(uint64_t) 1;
+}
+
+/* Starts workers up to `count`; returns 0, or -1 if one could not be started. */
+static int pbc_pool_start(int count) {
+    int rc = 0;
+    pthread_mutex_lock(&pbc_pool.mu);
+    if (pbc_pool.workers == 0 && !pbc_pool.fork_handler) {
+        pthread_atfork(NULL, NULL, pbc_pool_after_fork);
+        pbc_pool.fork_handler = 1;
+    }
+    while (pbc_pool.workers < count) {
+        pthread_t t;
+        pthread_attr_t attr;
+        pthread_attr_init(&attr);
+        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        int failed = pthread_create(&t, &attr, pbc_pool_worker,
+                                    (void *) (intptr_t) pbc_pool.workers) != 0;
+        pthread_attr_destroy(&attr);
+        if (failed) {
+            rc = -1;
+            break;
+        }
+        pbc_pool.workers++;
+    }
+    pthread_mutex_unlock(&pbc_pool.mu);
+    return rc;
 }
 
 /* Runs fn over [0, n) in blocks of `block` lanes on up to `threads` threads (the caller is
@@ -139,50 +188,43 @@ static int pbc_pool_run(pbc_fn fn, void *params, int64_t n, int64_t block, int t
             fn(b * block, (b + 1) * block < n ? (b + 1) * block : n, params);
         return 0;
     }
-    pthread_mutex_lock(&pbc_pool.mu);
-    if (pbc_pool.workers == 0 && !pbc_pool.fork_handler) {
-        pthread_atfork(NULL, NULL, pbc_pool_after_fork);
-        pbc_pool.fork_handler = 1;
-    }
-    while (pbc_pool.workers < threads - 1) {
-        pthread_t t;
-        pthread_attr_t attr;
-        pthread_attr_init(&attr);
-        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-        if (pthread_create(&t, &attr, pbc_pool_worker,
-                           (void *) (intptr_t) pbc_pool.workers) != 0) {
-            rc = -1;
-            pthread_attr_destroy(&attr);
-            break;
-        }
-        pthread_attr_destroy(&attr);
-        pbc_pool.workers++;
-    }
-    if (pbc_pool.active > 0) {        /* stragglers of the previous job */
-        pthread_mutex_unlock(&pbc_pool.mu);
-        pbc_poll(pbc_workers_left, NULL);
+    pthread_mutex_lock(&pbc_pool.caller);
+    if (pbc_pool.workers < threads - 1)
+        rc = pbc_pool_start(threads - 1);
+    /* Odd: being written. Then wait for the stragglers of the previous job (those that
+       joined after its blocks ran out leave at once): the block counters are reset next,
+       and a worker that sees the generation still even counts as one (see the top). */
+    uint64_t g = PBC_LOAD(pbc_pool.generation);
+    PBC_STORE(pbc_pool.generation, g + 1);
+    if (!pbc_workers_left(NULL) && !pbc_poll(pbc_workers_left, NULL))
+        while (!pbc_workers_left(NULL))
+            sched_yield();
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    PBC_SET_FIELD(pbc_pool.fn, fn);
+    PBC_SET_FIELD(pbc_pool.params, params);
+    PBC_SET_FIELD(pbc_pool.n, n);
+    PBC_SET_FIELD(pbc_pool.block, block);
+    PBC_SET_FIELD(pbc_pool.allowed, threads - 1);
+    PBC_STORE(pbc_pool.nblocks, nblocks);
+    PBC_STORE(pbc_pool.next, 0);
+    PBC_STORE(pbc_pool.done, 0);
+    PBC_STORE(pbc_pool.generation, g + 2);               /* published */
+    if (PBC_LOAD(pbc_pool.sleepers) > 0) {
         pthread_mutex_lock(&pbc_pool.mu);
+        pthread_cond_broadcast(&pbc_pool.wake);
+        pthread_mutex_unlock(&pbc_pool.mu);
     }
-    while (pbc_pool.active > 0)
-        pthread_cond_wait(&pbc_pool.finished, &pbc_pool.mu);
-    pbc_pool.allowed = threads - 1;
-    pbc_pool.fn = fn;
-    pbc_pool.params = params;
-    pbc_pool.n = n;
-    pbc_pool.block = block;
-    pbc_pool.nblocks = nblocks;
-    __atomic_store_n(&pbc_pool.next, 0, __ATOMIC_SEQ_CST);
-    __atomic_store_n(&pbc_pool.done, 0, __ATOMIC_SEQ_CST);
-    __atomic_add_fetch(&pbc_pool.generation, 1, __ATOMIC_RELEASE);
-    pthread_cond_broadcast(&pbc_pool.wake);
-    pthread_mutex_unlock(&pbc_pool.mu);
 
     pbc_pool_work(fn, params, n, block, nblocks);
 
-    pbc_poll(pbc_job_done, NULL);     /* blocks that workers are finishing */
-    pthread_mutex_lock(&pbc_pool.mu);
-    while (__atomic_load_n(&pbc_pool.done, __ATOMIC_SEQ_CST) < nblocks)
-        pthread_cond_wait(&pbc_pool.finished, &pbc_pool.mu);
-    pthread_mutex_unlock(&pbc_pool.mu);
+    if (!pbc_poll(pbc_job_done, NULL)) {                /* blocks that workers are finishing */
+        pthread_mutex_lock(&pbc_pool.mu);
+        PBC_STORE(pbc_pool.caller_asleep, 1);
+        while (!pbc_job_done(NULL))
+            pthread_cond_wait(&pbc_pool.finished, &pbc_pool.mu);
+        PBC_STORE(pbc_pool.caller_asleep, 0);
+        pthread_mutex_unlock(&pbc_pool.mu);
+    }
+    pthread_mutex_unlock(&pbc_pool.caller);
     return rc;
 }
