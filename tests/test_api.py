@@ -1,6 +1,7 @@
 """Construction, conversion, printing, static vectors, matrices, tensors, interop, threads,
 and clear errors for bad input."""
 
+import functools
 import operator
 
 import numpy as np
@@ -161,6 +162,35 @@ def test_thread_count():
         pbc.set_thread_count(n)
     with pytest.raises(ValueError):
         pbc.set_thread_count(0)
+
+
+def _scaled_plus_one(k, v):
+    return v * k + 1
+
+
+def test_pool_jobs_at_any_thread_count():
+    """Kernels, reductions and evaluated calls give NumPy's values with more pool threads
+    than cores and with the thread count changing between jobs: workers join and leave
+    jobs without a lock (pbc/_pool.h), and those beyond the count must stay out."""
+    n = pbc.thread_count()
+    rng = np.random.default_rng(7)
+    try:
+        for threads in (8, 3, 16, 1, 5):
+            pbc.set_thread_count(threads)
+            for size in [1, 8191, 8192, 8193, *rng.integers(2, 300_000, 6)]:
+                a = rng.uniform(-1, 1, size).astype(np.float32)
+                y = Float(a) * 2 + 1
+                want = a * np.float32(2) + np.float32(1)
+                np.testing.assert_array_equal(y.numpy(), want)
+                np.testing.assert_allclose(pbc.sum(y).numpy(), want.sum(dtype=np.float64),
+                                           rtol=1e-5, atol=1e-3)
+            keys = rng.integers(0, 5, 100_000).astype(np.uint32)
+            x = Float(rng.uniform(-1, 1, 100_000).astype(np.float32))
+            targets = [functools.partial(_scaled_plus_one, k) for k in range(5)]
+            z = pbc.switch(UInt32(keys), targets, x, mode='evaluated')
+            np.testing.assert_array_equal(z.numpy(), x.numpy() * keys.astype(np.float32) + 1)
+    finally:
+        pbc.set_thread_count(n)
 
 
 def test_bad_input_errors():
