@@ -8,7 +8,10 @@ dispatch (pbc.switch) next to Dr.Jit 1.5's dr.switch, when it is installed (the 
 its SymbolicCalls flag on or off; see benchmarks/compare.py), symbolic calls also with
 every target inlined (PBC_INLINE_CALLS=1), the sin + exp targets also with MergeFunctions
 off ("unmerged": a subroutine per target, as their constants no longer share one through a
-table), and NumPy (one masked pass per target).
+table), the series also with JitFlag.FlushDenormals ("flushed": its high-order terms pass
+through the subnormals, which Dr.Jit's thread pool flushes to zero and pbc by default
+computes, at a large cost on some Intel processors), and NumPy (one masked pass per
+target).
 
     python -m benchmarks dispatch
 
@@ -74,6 +77,8 @@ def child(mode, variant, m, lib='pbc'):
     from pbc.llvm import Float, UInt32
     if lib == 'unmerged':
         pbc.set_flag(pbc.JitFlag.MergeFunctions, False)
+    if lib == 'flushed':
+        pbc.set_flag(pbc.JitFlag.FlushDenormals, True)
     xs, idx = inputs(m)
     x, index = Float(xs), UInt32(idx)
     pbc.eval(pbc.arange(Float, 10) * 0.5)          # one-time LLVM setup, outside the timings
@@ -145,6 +150,8 @@ def main():
                     libs.insert(1, ('pbc', 'inline', {'PBC_INLINE_CALLS': '1'}))
                 if mode == 'symbolic' and m > 1 and variant == 'sinexp':
                     libs.insert(1, ('unmerged', 'unmerged', None))
+                if variant == 'full' and m > 1:
+                    libs.insert(1, ('flushed', 'flushed', None))
                 runs = best_of_rounds({name: ('dispatch', (mode, variant, str(m), lib), env)
                                        for lib, name, env in libs})
                 for name, r in runs.items():
@@ -158,10 +165,12 @@ def main():
                         'ms' + ('' if ok else '  WRONG RESULT'))
                     row(f'{"":<24}({r["kernels"]} kernel(s), {r["ir_ops"]} IR ops, compile)',
                         f'{r["compile"] * 1e3:.1f}', 'ms')
-                if 'pbc' in figures and 'Dr.Jit' in figures:
-                    p, d = figures['pbc'], figures['Dr.Jit']
-                    row(f'{"":<24}ratio first / warm',
-                        f'{p["first"] / d["first"]:.2f} / {p["warm"] / d["warm"]:.2f}')
+                for name in ('pbc', 'flushed'):
+                    if name in figures and 'Dr.Jit' in figures:
+                        p, d = figures[name], figures['Dr.Jit']
+                        what = 'ratio' if name == 'pbc' else 'ratio flushed'
+                        row(f'{"":<24}{what} first / warm',
+                            f'{p["first"] / d["first"]:.2f} / {p["warm"] / d["warm"]:.2f}')
             row(f'{variant:<6} M={m:<3} NumPy (one masked pass per target)',
                 f'{t_np * 1e3:.1f}', 'ms')
     print(f'total {time.perf_counter() - t0:.1f} s')

@@ -25,6 +25,25 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <time.h>
+#include <xmmintrin.h>
+
+/* MXCSR's flush-to-zero and denormals-are-zero bits: what JitFlag.FlushDenormals sets
+ * around a job on every thread that works on it (and around constant folding). */
+#define PBC_FLUSH_CSR 0x8040u
+
+/* Sets `bits` in MXCSR; returns the old value for pbc_csr_restore. */
+static inline unsigned pbc_csr_set(unsigned bits) {
+    unsigned csr = _mm_getcsr();
+    _mm_setcsr(csr | bits);
+    __asm__ volatile("" ::: "memory");     /* (loads of the operands come after) */
+    return csr;
+}
+
+/* Restores MXCSR once `*result` holds its final value (no computation of it sinks past). */
+static inline void pbc_csr_restore(unsigned csr, uint64_t *result) {
+    __asm__ volatile("" : "+m"(*result) : : "memory");
+    _mm_setcsr(csr);
+}
 
 #define PBC_SPIN_NS 200000           /* how long an idle thread polls before it sleeps */
 
@@ -43,6 +62,7 @@ static struct {
     pbc_fn fn;
     void *params;
     int64_t n, block, nblocks;
+    unsigned csr_bits;         /* MXCSR bits set while working on the job */
     int64_t next, done;        /* blocks taken and finished */
     int fork_handler;          /* pbc_pool_after_fork is registered */
 } pbc_pool = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, PTHREAD_COND_INITIALIZER,
@@ -53,11 +73,18 @@ static struct {
 #define PBC_FIELD(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
 #define PBC_SET_FIELD(x, v) __atomic_store_n(&(x), (v), __ATOMIC_RELAXED)
 
-static void pbc_pool_work(pbc_fn fn, void *params, int64_t n, int64_t block, int64_t nblocks) {
+static void pbc_pool_work(pbc_fn fn, void *params, int64_t n, int64_t block, int64_t nblocks,
+                          unsigned csr_bits) {
+    unsigned csr = csr_bits ? _mm_getcsr() : 0;
+    if (csr_bits)
+        _mm_setcsr(csr | csr_bits);
     for (;;) {
         int64_t b = __atomic_fetch_add(&pbc_pool.next, 1, __ATOMIC_SEQ_CST);
-        if (b >= nblocks)
+        if (b >= nblocks) {
+            if (csr_bits)
+                _mm_setcsr(csr);
             return;
+        }
         int64_t start = b * block, end = start + block < n ? start + block : n;
         fn(start, end, params);
         if (__atomic_add_fetch(&pbc_pool.done, 1, __ATOMIC_SEQ_CST) == nblocks &&
@@ -124,6 +151,7 @@ static void *pbc_pool_worker(void *arg) {
         int64_t n = PBC_FIELD(pbc_pool.n), block = PBC_FIELD(pbc_pool.block);
         int64_t nblocks = PBC_FIELD(pbc_pool.nblocks);
         int allowed = PBC_FIELD(pbc_pool.allowed);
+        unsigned csr_bits = PBC_FIELD(pbc_pool.csr_bits);
         __atomic_thread_fence(__ATOMIC_SEQ_CST);          /* (the copy, then the check) */
         if (PBC_LOAD(pbc_pool.generation) != g)
             continue;
@@ -132,7 +160,7 @@ static void *pbc_pool_worker(void *arg) {
             continue;                                    /* not for us: wait for the next */
         __atomic_add_fetch(&pbc_pool.active, 1, __ATOMIC_SEQ_CST);
         if (PBC_LOAD(pbc_pool.generation) == g)
-            pbc_pool_work(fn, params, n, block, nblocks);
+            pbc_pool_work(fn, params, n, block, nblocks, csr_bits);
         __atomic_sub_fetch(&pbc_pool.active, 1, __ATOMIC_SEQ_CST);
     }
     return NULL;
@@ -177,15 +205,21 @@ static int pbc_pool_start(int count) {
 }
 
 /* Runs fn over [0, n) in blocks of `block` lanes on up to `threads` threads (the caller is
- * one of them). Returns 0, or -1 if a worker thread could not be started (the job then
- * still completes on the threads that exist). */
-static int pbc_pool_run(pbc_fn fn, void *params, int64_t n, int64_t block, int threads) {
+ * one of them), each with `csr_bits` set in MXCSR meanwhile. Returns 0, or -1 if a worker
+ * thread could not be started (the job then still completes on the threads that exist). */
+static int pbc_pool_run(pbc_fn fn, void *params, int64_t n, int64_t block, int threads,
+                        unsigned csr_bits) {
     int64_t nblocks = (n + block - 1) / block;
     int rc = 0;
     if (nblocks <= 1 || threads <= 1) {
         /* One call per block, as on several threads: callbacks keep state per block. */
+        unsigned csr = csr_bits ? _mm_getcsr() : 0;
+        if (csr_bits)
+            _mm_setcsr(csr | csr_bits);
         for (int64_t b = 0; b < nblocks; b++)
             fn(b * block, (b + 1) * block < n ? (b + 1) * block : n, params);
+        if (csr_bits)
+            _mm_setcsr(csr);
         return 0;
     }
     pthread_mutex_lock(&pbc_pool.caller);
@@ -205,6 +239,7 @@ static int pbc_pool_run(pbc_fn fn, void *params, int64_t n, int64_t block, int t
     PBC_SET_FIELD(pbc_pool.n, n);
     PBC_SET_FIELD(pbc_pool.block, block);
     PBC_SET_FIELD(pbc_pool.allowed, threads - 1);
+    PBC_SET_FIELD(pbc_pool.csr_bits, csr_bits);
     PBC_STORE(pbc_pool.nblocks, nblocks);
     PBC_STORE(pbc_pool.next, 0);
     PBC_STORE(pbc_pool.done, 0);
@@ -215,7 +250,7 @@ static int pbc_pool_run(pbc_fn fn, void *params, int64_t n, int64_t block, int t
         pthread_mutex_unlock(&pbc_pool.mu);
     }
 
-    pbc_pool_work(fn, params, n, block, nblocks);
+    pbc_pool_work(fn, params, n, block, nblocks, csr_bits);
 
     if (!pbc_poll(pbc_job_done, NULL)) {                /* blocks that workers are finishing */
         pthread_mutex_lock(&pbc_pool.mu);

@@ -86,11 +86,31 @@ cdef uint32_t live_count = 0
 
 # JitFlag bits; the Python enum in pbc/flags.py mirrors these values.
 cdef uint32_t jit_flags = 0
-FLAG_BITS = dict(ConstantPropagation=1, ValueNumbering=2, SymbolicLoops=4,
-                 SymbolicConditionals=8, SymbolicCalls=16, OptimizeCalls=32,
-                 MergeFunctions=64, OptimizeLoops=128, KernelHistory=256, Debug=512,
-                 PrintIR=1024, LaunchBlocking=2048)
-jit_flags = 1 | 2 | 4 | 8 | 16 | 32 | 64 | 128
+cdef enum JitFlagBit:
+    FLAG_CONSTANT_PROPAGATION = 1
+    FLAG_VALUE_NUMBERING = 2
+    FLAG_SYMBOLIC_LOOPS = 4
+    FLAG_SYMBOLIC_CONDITIONALS = 8
+    FLAG_SYMBOLIC_CALLS = 16
+    FLAG_OPTIMIZE_CALLS = 32
+    FLAG_MERGE_FUNCTIONS = 64
+    FLAG_OPTIMIZE_LOOPS = 128
+    FLAG_KERNEL_HISTORY = 256
+    FLAG_DEBUG = 512
+    FLAG_PRINT_IR = 1024
+    FLAG_LAUNCH_BLOCKING = 2048
+    FLAG_FLUSH_DENORMALS = 4096     # see docs/semantics.md, "Subnormal numbers"
+
+FLAG_BITS = dict(ConstantPropagation=FLAG_CONSTANT_PROPAGATION,
+                 ValueNumbering=FLAG_VALUE_NUMBERING, SymbolicLoops=FLAG_SYMBOLIC_LOOPS,
+                 SymbolicConditionals=FLAG_SYMBOLIC_CONDITIONALS,
+                 SymbolicCalls=FLAG_SYMBOLIC_CALLS, OptimizeCalls=FLAG_OPTIMIZE_CALLS,
+                 MergeFunctions=FLAG_MERGE_FUNCTIONS, OptimizeLoops=FLAG_OPTIMIZE_LOOPS,
+                 KernelHistory=FLAG_KERNEL_HISTORY, Debug=FLAG_DEBUG, PrintIR=FLAG_PRINT_IR,
+                 LaunchBlocking=FLAG_LAUNCH_BLOCKING, FlushDenormals=FLAG_FLUSH_DENORMALS)
+jit_flags = (FLAG_CONSTANT_PROPAGATION | FLAG_VALUE_NUMBERING | FLAG_SYMBOLIC_LOOPS |
+             FLAG_SYMBOLIC_CONDITIONALS | FLAG_SYMBOLIC_CALLS | FLAG_OPTIMIZE_CALLS |
+             FLAG_MERGE_FUNCTIONS | FLAG_OPTIMIZE_LOOPS)
 
 def get_flags():
     return jit_flags
@@ -397,7 +417,7 @@ cdef uint32_t var_new(uint16_t op, uint8_t vt, uint32_t size, uint32_t d0, uint3
     cdef uint32_t i, k
     cdef Var* v
     cdef VNEntry* e = NULL
-    cdef bint vn = (jit_flags & 2) and vn_eligible(op, extra)
+    cdef bint vn = (jit_flags & FLAG_VALUE_NUMBERING) and vn_eligible(op, extra)
     cdef bint keep = False             # numbered, but kept by its anchor
     cdef uint32_t anchor = vn_anchor(dep) if vn and d0 != 0 else 0
     if anchor != 0 and not (vars[anchor].flags & F_VN_SHARED):

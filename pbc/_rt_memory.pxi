@@ -50,7 +50,7 @@ def gather(cls, ArrayBase source, index, active=True):
             return wrap(be, vt, gather_closure(closure_sources[src](), ii, im))
         if vars[src].flags & F_DIRTY:
             eval_var(src)
-        if jit_flags & 512 and scope_stack.empty():
+        if jit_flags & FLAG_DEBUG and scope_stack.empty():
             check_bounds('gather', ii, im, n, be)
         if vars[src].op == OP_LITERAL:
             t = var_literal(vt, result_size(OP_GATHER, ii, im, 0, 0), vars[src].literal, be)
@@ -161,7 +161,7 @@ cdef void scatter_obj(ArrayBase target, object value, object index, object activ
         im = operand(active, T_BOOL, be)
         ii = index_operand(index, be, &im)
         flush_if_dirty(iv, ii, im, 0)
-        if jit_flags & 512 and scope_stack.empty():
+        if jit_flags & FLAG_DEBUG and scope_stack.empty():
             check_bounds('scatter' if reduce == 0 else 'scatter_reduce', ii, im,
                          vars[target._index].size, be)
         apply_mask(&im)

@@ -56,6 +56,31 @@ cdef uint32_t var_op(uint16_t op, uint8_t rt, uint32_t a, uint32_t b, uint32_t c
         return recorder.op(op, rt, a, b, c, extra)
     return make_op(op, rt, a, b, c, extra)
 
+cdef extern from "_pool.h" nogil:
+    unsigned pbc_csr_set(unsigned bits)
+    void pbc_csr_restore(unsigned csr, uint64_t* result)
+    unsigned PBC_FLUSH_CSR
+
+cdef bint fold_literals(uint16_t op, uint8_t ot, uint8_t rt, uint32_t a, uint32_t b,
+                        uint32_t c, uint64_t* out) noexcept nogil:
+    """Folds op over its literal operands (b, c: 0 if absent). With FlushDenormals the
+    arithmetic runs under the MXCSR bits that kernels run under, so that folded and
+    computed results agree bit for bit."""
+    cdef bint folded
+    cdef unsigned csr = 0
+    cdef bint flush = jit_flags & FLAG_FLUSH_DENORMALS
+    if flush:
+        csr = pbc_csr_set(PBC_FLUSH_CSR)
+    if c:
+        folded = fold_ternary(op, ot, vars[a].literal, vars[b].literal, vars[c].literal, out)
+    elif b:
+        folded = fold_binary(op, ot, vars[a].literal, vars[b].literal, out)
+    else:
+        folded = fold_unary(op, ot, rt, vars[a].literal, out)
+    if flush:
+        pbc_csr_restore(csr, out)
+    return folded
+
 cdef uint32_t make_op(uint16_t op, uint8_t rt, uint32_t a, uint32_t b, uint32_t c,
                       uint8_t extra) except 0:
     flush_if_dirty(a, b, c, 0)
@@ -67,18 +92,11 @@ cdef uint32_t make_op(uint16_t op, uint8_t rt, uint32_t a, uint32_t b, uint32_t 
     if size == 0:
         # Operations on empty arrays give empty arrays.
         return var_new(OP_LITERAL, rt, 0, 0, 0, 0, 0, 0, 0, vars[a].backend)
-    if jit_flags & 1:
+    if jit_flags & FLAG_CONSTANT_PROPAGATION:
         if op == OP_SELECT or op == OP_FMA:
             ot = vars[b].vtype
-        if c:
-            if is_lit(a) and is_lit(b) and is_lit(c):
-                folded = fold_ternary(op, ot, vars[a].literal, vars[b].literal,
-                                      vars[c].literal, &out)
-        elif b:
-            if is_lit(a) and is_lit(b):
-                folded = fold_binary(op, ot, vars[a].literal, vars[b].literal, &out)
-        elif is_lit(a):
-            folded = fold_unary(op, ot, rt, vars[a].literal, &out)
+        if is_lit(a) and (b == 0 or is_lit(b)) and (c == 0 or is_lit(c)):
+            folded = fold_literals(op, ot, rt, a, b, c, &out)
         if folded:
             return var_literal(rt, size, canon(rt, out), vars[a].backend)
         r = simplify(op, rt, a, b, c)

@@ -84,15 +84,17 @@ def take_kernels(backend='llvm'):
 
 
 # Flag bits as plain ints: `bits & JitFlag.X` would make an enum member every time.
-_OPTIMIZE_LOOPS, _MERGE_FUNCTIONS, _OPTIMIZE_CALLS, _PRINT_IR, _KERNEL_HISTORY = map(int, (
-    JitFlag.OptimizeLoops, JitFlag.MergeFunctions, JitFlag.OptimizeCalls, JitFlag.PrintIR,
-    JitFlag.KernelHistory))
+(_OPTIMIZE_LOOPS, _MERGE_FUNCTIONS, _OPTIMIZE_CALLS, _FLUSH_DENORMALS, _PRINT_IR,
+ _KERNEL_HISTORY) = map(int, (JitFlag.OptimizeLoops, JitFlag.MergeFunctions,
+                              JitFlag.OptimizeCalls, JitFlag.FlushDenormals, JitFlag.PrintIR,
+                              JitFlag.KernelHistory))
 
 
 def _options(bits):
-    """The flags kernel assembly reads, of the runtime's flag bits."""
+    """The flags kernel assembly reads, of the runtime's flag bits (assemble's optional
+    arguments, in order)."""
     return bool(bits & _OPTIMIZE_LOOPS), bool(bits & _MERGE_FUNCTIONS), \
-        bool(bits & _OPTIMIZE_CALLS)
+        bool(bits & _OPTIMIZE_CALLS), bool(bits & _FLUSH_DENORMALS)
 
 
 def _group_key(size, summary_key, options):

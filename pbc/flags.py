@@ -19,6 +19,7 @@ class JitFlag(enum.IntFlag):
     Debug = _runtime.FLAG_BITS['Debug']
     PrintIR = _runtime.FLAG_BITS['PrintIR']
     LaunchBlocking = _runtime.FLAG_BITS['LaunchBlocking']
+    FlushDenormals = _runtime.FLAG_BITS['FlushDenormals']
 
 
 def flag(f):

@@ -82,6 +82,9 @@ class Kernel:
     # Launched on few lanes: its run time is short next to its compile time, so backends
     # pick the faster compile where they have a choice.
     few_lanes: bool = False
+    # Launched with subnormal floats flushed to zero (JitFlag.FlushDenormals): backends say
+    # so to their optimizer, whose own constant folding must agree.
+    flush_denormals: bool = False
     instrs: list = field(default_factory=list)
     params: list = field(default_factory=list)
     loops: list = field(default_factory=list)
@@ -163,13 +166,14 @@ UNIFORM_OPS = frozenset(ARITY) - {'counter', 'load', 'ptr', 'lane_ptr', 'store',
 
 
 def assemble(backend, outputs, records, size, optimize_loops=True, merge_functions=True,
-             optimize_calls=True):
+             optimize_calls=True, flush_denormals=False):
     """Builds a Kernel (and its parameter Layout) for `size` lanes from node records in
     topological order (see _runtime.group_records). With `optimize_loops`, loop state that
     nothing reads after the loop and that does not feed the loop test or side effects is
     dropped from the loop."""
     scalar = size == 1
-    k = Kernel(backend, streaming=size >= STREAMING_LANES, few_lanes=size < FEW_LANES)
+    k = Kernel(backend, streaming=size >= STREAMING_LANES, few_lanes=size < FEW_LANES,
+               flush_denormals=flush_denormals)
     sources, tables = [], []
 
     def add_param(kind, type_, source):

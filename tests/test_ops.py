@@ -250,3 +250,34 @@ def test_shifts_by_literal_amounts(t):
         x = flat(t, a)
         assert_same(as_numpy(x << int(k[0])), shl(a, k), f'{t} << {amount}')
         assert_same(as_numpy(x >> int(k[0])), shr(a, k), f'{t} >> {amount}')
+
+
+def test_flush_denormals_flushes_float_arithmetic_everywhere():
+    """JitFlag.FlushDenormals (off by default): float arithmetic takes subnormal operands as
+    zero and flushes subnormal results to zero, in kernels, in constant folding, in
+    reductions and for float64 too; moves and sign operations (negation, select, gathers)
+    keep subnormals as they are. (Identities such as x * 1 may keep them too: unspecified.)"""
+    from pbc.llvm import Bool, Float, Float64
+    s32 = np.finfo(np.float32).smallest_subnormal * np.float32(3)
+    s64 = np.finfo(np.float64).smallest_subnormal * 3
+    x = Float(np.array([s32, 1.0, -s32], np.float32))
+    d = Float64(np.array([s64, 1.0]))
+    tiny = Float(np.full(4, s32, np.float32))
+    assert not pbc.flag(pbc.JitFlag.FlushDenormals)
+    ieee = (x * 1.5).numpy()
+    assert ieee[0] == s32 * np.float32(1.5) and pbc.sum(tiny)[0] == 4 * s32
+    with pbc.scoped_set_flag(pbc.JitFlag.FlushDenormals, True):
+        for got in ((x * 1.5).numpy(), (x + 0.0).numpy() * 1.5, (x * x).numpy() * 1.5):
+            np.testing.assert_array_equal(got, [0, 1.5, 0])
+        assert np.signbit((x * 1.5).numpy()[2])                 # (the sign stays)
+        np.testing.assert_array_equal((d * 2).numpy(), [0, 2])
+        assert (Float(s32) * 1.5)[0] == 0                        # folded while tracing
+        assert (Float(1e-30) * 1e-10)[0] == 0                    # a subnormal result
+        assert (pbc.opaque(Float, 1e-30) * 1e-10)[0] == 0       # ... computed in a kernel
+        assert pbc.sum(tiny)[0] == 0
+        np.testing.assert_array_equal((-x).numpy(), [-s32, -1, s32])
+        np.testing.assert_array_equal(pbc.select(Bool(True, False, True), x, 2.0).numpy(),
+                                      [s32, 2, -s32])
+        np.testing.assert_array_equal(pbc.gather(Float, x, pbc.arange(pbc.llvm.UInt32, 3)).numpy(),
+                                      x.numpy())
+    np.testing.assert_array_equal((x * 1.5).numpy(), ieee)      # IEEE again

@@ -172,6 +172,32 @@ def test_every_op_and_type_assembles(ptxas):
     assert sum(t.count('.entry') for t in texts) == len(entries)
 
 
+def test_kernels_that_flush_subnormals_assemble_with_ftz(ptxas):
+    """With JitFlag.FlushDenormals, float32 arithmetic, comparisons and conversions carry
+    .ftz (float64 has none in PTX), sign operations stay bit operations, and every op's
+    kernel assembles."""
+    rng = np.random.default_rng(0)
+    with pbc.scoped_set_flag(pbc.JitFlag.FlushDenormals, True):
+        entries = [(f'{name}_{j}', k) for name, fn in op_cases(rng)
+                   for j, k in enumerate(capture(fn()))]
+        a, b = data('float32', rng), data('float32', rng)
+        d = data('float64', rng)
+        flushed = ptx_render.render(capture(pbc.fma(a, b, a) * b + pbc.sqrt(a) / b)[0])
+        compared = ptx_render.render(capture(a < b)[0])
+        wide = ptx_render.render(capture(d * d + 1.0)[0])
+        converted = ptx_render.render(capture(Float64(a) + d, Float32(d) * a)[0])
+        negated = ptx_render.render(capture(-a)[0])
+    assert all(entry[1].flush_denormals for entry in entries)
+    for op in ('fma.rn.ftz.f32', 'mul.rn.ftz.f32', 'sqrt.rn.ftz.f32', 'div.rn.ftz.f32',
+               'add.rn.ftz.f32'):
+        assert op in flushed, op
+    assert 'setp.lt.ftz.f32' in compared and '.ftz' not in wide
+    assert 'cvt.ftz.f64.f32' in converted and 'cvt.rn.ftz.f32.f64' in converted
+    assert '.ftz' not in negated
+    texts = ptxas(entries)
+    assert sum(t.count('.entry') for t in texts) == len(entries)
+
+
 def test_render_is_a_module(ptxas):
     k = capture(data('float32', np.random.default_rng(1)) * 2.0)[0]
     text = ptx_render.render(k)

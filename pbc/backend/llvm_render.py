@@ -298,6 +298,10 @@ class _Renderer:
                 self.snames[reg] = r + '.s'
                 self.splat_to(r, SCALAR[ins.type], r + '.s')
         W = self.W
+        # Subnormals flushed at run time (MXCSR's FTZ and DAZ, see _pool.h): LLVM's own
+        # constant folding must flush them too.
+        fp = ' "denormal-fp-math"="preserve-sign,preserve-sign"' if self.k.flush_denormals \
+            else ''
         return '\n'.join([
             *self.decls,
             *self.globals,
@@ -312,8 +316,8 @@ class _Renderer:
             '  %more = icmp slt i64 %index.next, %end',
             '  br i1 %more, label %body, label %exit',
             'exit:', '  ret void', '}',
-            'attributes #0 = { nounwind }', 'attributes #1 = { nounwind noinline }',
-            'attributes #2 = { nounwind alwaysinline }',
+            *(f'attributes #{k} = {{ nounwind{extra}{fp} }}'
+              for k, extra in enumerate(('', ' noinline', ' alwaysinline'))),
             '!0 = !{i32 1}', ''])
 
     # ---- special ops ----

@@ -7,8 +7,9 @@ trailing ';'. Lines that start with '.reg' declare temporaries and are hoisted t
 of the entry; PTX identifiers cannot contain '.', so temporaries are '{r}_name' and labels
 '{L}_name'. Registers are declared by size only (.b32/.b64, Bools .pred): bit-size
 registers are valid operands of the typed (.f32, .s64, ...) instructions, so bitcasts and
-same-size casts are free renames. Bools are one byte (0/1) in memory. No .ftz anywhere
-(subnormals are kept, as on the CPU) and explicit .rn on float add/sub/mul, which keeps
+same-size casts are free renames. Bools are one byte (0/1) in memory. Float32 arithmetic
+gets .ftz only in kernels that flush subnormals (JitFlag.FlushDenormals; elsewhere they
+are kept, as on the CPU), and float add/sub/mul an explicit .rn, which keeps
 ptxas from contracting them into fma (LLVM does not contract either).
 
 Entry ABI: kernel(.param .u64 params, .param .u64 size); params points to the array of
@@ -124,8 +125,8 @@ def _bitwise(op):
     return {'i': t, 'f': t, 'b': f'{op}.pred {{r}}, {{a}}, {{b}}'}
 
 
-_NAN_MINMAX = ('.reg .pred {r}_n\n.reg .{x} {r}_m, {r}_s\n{op}.{f} {r}_m, {a}, {b}\n'
-               'setp.nan.{f} {r}_n, {a}, {b}\nadd.{f} {r}_s, {a}, {b}\n'
+_NAN_MINMAX = ('.reg .pred {r}_n\n.reg .{x} {r}_m, {r}_s\n{op}{ftz}.{f} {r}_m, {a}, {b}\n'
+               'setp.nan.{f} {r}_n, {a}, {b}\nadd{ftz}.{f} {r}_s, {a}, {b}\n'
                'selp.{x} {r}, {r}_s, {r}_m, {r}_n')
 TEMPLATES = {
     # Float sign manipulation by bit ops: exact on NaN payloads, as LLVM's fneg/fabs.
@@ -134,20 +135,20 @@ TEMPLATES = {
     # max(a, 0 - a): abs(INT_MIN) = INT_MIN, as llvm.abs(.., false).
     'abs': {'f': 'and.{x} {r}, {a}, {absmask}',
             'i': '.reg .{x} {r}_n\nsub.{s} {r}_n, 0, {a}\nmax.{s} {r}, {a}, {r}_n'},
-    'sqrt': {'f': 'sqrt.rn.{f} {r}, {a}'},
-    'floor': {'f': 'cvt.rmi.{f}.{f} {r}, {a}'},
-    'ceil': {'f': 'cvt.rpi.{f}.{f} {r}, {a}'},
-    'round': {'f': 'cvt.rni.{f}.{f} {r}, {a}'},    # half to even
-    'trunc': {'f': 'cvt.rzi.{f}.{f} {r}, {a}'},
+    'sqrt': {'f': 'sqrt.rn{ftz}.{f} {r}, {a}'},
+    'floor': {'f': 'cvt.rmi{ftz}.{f}.{f} {r}, {a}'},
+    'ceil': {'f': 'cvt.rpi{ftz}.{f}.{f} {r}, {a}'},
+    'round': {'f': 'cvt.rni{ftz}.{f}.{f} {r}, {a}'},    # half to even
+    'trunc': {'f': 'cvt.rzi{ftz}.{f}.{f} {r}, {a}'},
     'popc': {'i': _COUNT.replace('{op}', 'popc')},
     'clz': {'i': _COUNT.replace('{op}', 'clz')},
     # ctz(x) = clz(bitreverse(x)); both give the width for 0, as cttz(.., false).
     'ctz': {'i': '.reg .{x} {r}_v\n.reg .b32 {r}_c\nbrev.{x} {r}_v, {a}\n'
                  'clz.{x} {r}_c, {r}_v\ncvt.{u}.u32 {r}, {r}_c'},
-    'add': {'f': 'add.rn.{f} {r}, {a}, {b}', 'i': 'add.{s} {r}, {a}, {b}'},
-    'sub': {'f': 'sub.rn.{f} {r}, {a}, {b}', 'i': 'sub.{s} {r}, {a}, {b}'},
-    'mul': {'f': 'mul.rn.{f} {r}, {a}, {b}', 'i': 'mul.lo.{s} {r}, {a}, {b}'},
-    'div': {'f': 'div.rn.{f} {r}, {a}, {b}',
+    'add': {'f': 'add.rn{ftz}.{f} {r}, {a}, {b}', 'i': 'add.{s} {r}, {a}, {b}'},
+    'sub': {'f': 'sub.rn{ftz}.{f} {r}, {a}, {b}', 'i': 'sub.{s} {r}, {a}, {b}'},
+    'mul': {'f': 'mul.rn{ftz}.{f} {r}, {a}, {b}', 'i': 'mul.lo.{s} {r}, {a}, {b}'},
+    'div': {'f': 'div.rn{ftz}.{f} {r}, {a}, {b}',
             'u': _GUARD_ZERO + 'div.{u} {r}_q, {a}, {r}_d\nselp.{x} {r}, 0, {r}_q, {r}_z',
             'i': _GUARD_SIGNED + '.reg .{x} {r}_n\ndiv.{s} {r}_q, {a}, {r}_d\n'
                  'sub.{s} {r}_n, 0, {a}\nselp.{x} {r}_q, {r}_n, {r}_q, {r}_m\n'
@@ -156,9 +157,9 @@ TEMPLATES = {
             'u': _GUARD_ZERO + 'rem.{u} {r}_q, {a}, {r}_d\nselp.{x} {r}, 0, {r}_q, {r}_z',
             'i': _GUARD_SIGNED + 'rem.{s} {r}_q, {a}, {r}_d\nselp.{x} {r}, 0, {r}_q, {r}_zm'},
     # PTX min/max.f32/f64 return the non-NaN operand: LLVM's minnum/maxnum.
-    'min': {'f': 'min.{f} {r}, {a}, {b}', 'i': 'min.{s} {r}, {a}, {b}',
+    'min': {'f': 'min{ftz}.{f} {r}, {a}, {b}', 'i': 'min.{s} {r}, {a}, {b}',
             'u': 'min.{u} {r}, {a}, {b}'},
-    'max': {'f': 'max.{f} {r}, {a}, {b}', 'i': 'max.{s} {r}, {a}, {b}',
+    'max': {'f': 'max{ftz}.{f} {r}, {a}, {b}', 'i': 'max.{s} {r}, {a}, {b}',
             'u': 'max.{u} {r}, {a}, {b}'},
     # NaN-propagating forms (min.NaN has no f64 variant): a + b where either is NaN.
     'minimum': {'f': _NAN_MINMAX.replace('{op}', 'min')},
@@ -169,7 +170,7 @@ TEMPLATES = {
     'shl': {'i': _SHIFT.replace('{op}', 'shl.{x}')},
     'shr': {'u': _SHIFT.replace('{op}', 'shr.{u}'), 'i': _SHIFT.replace('{op}', 'shr.{s}')},
     'mulhi': {'i': 'mul.hi.{s} {r}, {a}, {b}', 'u': 'mul.hi.{u} {r}, {a}, {b}'},
-    'fma': {'f': 'fma.rn.{f} {r}, {a}, {b}, {c}', 'i': 'mad.lo.{s} {r}, {a}, {b}, {c}'},
+    'fma': {'f': 'fma.rn{ftz}.{f} {r}, {a}, {b}, {c}', 'i': 'mad.lo.{s} {r}, {a}, {b}, {c}'},
     # selp has no .pred form: Bool selects are (a & b) | (!a & c).
     'select': {'i': 'selp.{x} {r}, {b}, {c}, {a}', 'f': 'selp.{x} {r}, {b}, {c}, {a}',
                'b': '.reg .pred {r}_t, {r}_n, {r}_f\nand.pred {r}_t, {a}, {b}\n'
@@ -179,7 +180,7 @@ TEMPLATES = {
 # Float 'ne' is unordered (true for NaN) and the others ordered, as LLVM's une/oeq/olt/...
 # setp has no .pred form: Bools compare as 0/1 (LLVM's unsigned i1 compares).
 for _op in COMPARISONS:
-    TEMPLATES[_op] = {'f': f'setp.{"neu" if _op == "ne" else _op}.{{f}} {{r}}, {{a}}, {{b}}',
+    TEMPLATES[_op] = {'f': f'setp.{"neu" if _op == "ne" else _op}{{ftz}}.{{f}} {{r}}, {{a}}, {{b}}',
                       'i': f'setp.{_op}.{{s}} {{r}}, {{a}}, {{b}}',
                       'u': f'setp.{_op}.{{u}} {{r}}, {{a}}, {{b}}',
                       'b': '.reg .b32 {r}_x, {r}_y\nselp.u32 {r}_x, 1, 0, {a}\n'
@@ -229,7 +230,7 @@ def constant(tname, bits):
 def fields(tname):
     """Template fields that depend only on the operand type."""
     n = BITS[tname]
-    f = dict(x=f'b{n}', s=f's{n}', u=f'u{n}', f=f'f{n}', t=SUFFIX[tname], n=n,
+    f = dict(x=f'b{n}', s=f's{n}', u=f'u{n}', f=f'f{n}', t=SUFFIX[tname], n=n, ftz='',
              sign='0x%X' % (1 << (n - 1)), absmask='0x%X' % ((1 << (n - 1)) - 1))
     if KIND[tname] == 'f':
         mbits, ebits = (23, 8) if n == 32 else (52, 11)
@@ -258,6 +259,11 @@ class _Renderer:
         self.outer = []        # (body, decls) that a target interrupts
         self.targets = {}      # call number -> its rendered targets
 
+    def ftz(self, tname):
+        """'.ftz' for float32 arithmetic of a kernel that flushes subnormals (PTX has no
+        flushing float64 arithmetic: float64 keeps them there, see docs/semantics.md)."""
+        return '.ftz' if self.k.flush_denormals and tname == 'float32' else ''
+
     def decl(self, rtype, name):
         self.decls[f'.reg .{rtype} {name};'] = None
 
@@ -269,7 +275,7 @@ class _Renderer:
                 self.body.append(line if line.endswith(':') else f'  {line};')
 
     def fields(self, ins, r, reg, tname):
-        f = dict(FIELDS[tname], r=r, L=f'$L{reg}')
+        f = dict(FIELDS[tname], r=r, L=f'$L{reg}', ftz=self.ftz(tname))
         for key, arg in zip('abc', ins.args, strict=False):
             f[key] = self.names[arg]
         return f
@@ -425,13 +431,13 @@ class _Renderer:
             # 64-bit destination) or 0: force 0 (LLVM's fpto[su]i.sat).
             self.decl('pred', f'{r}_nan')
             self.decl(fd['x'], f'{r}_c')
-            b += [f'  cvt.rzi.{SUFFIX[dst]}.{SUFFIX[src]} {r}_c, {a};',
+            b += [f'  cvt.rzi{self.ftz(src)}.{SUFFIX[dst]}.{SUFFIX[src]} {r}_c, {a};',
                   f'  setp.nan.{SUFFIX[src]} {r}_nan, {a}, {a};',
                   f'  selp.{fd["x"]} {r}, 0, {r}_c, {r}_nan;']
         elif BITS[dst] > BITS[src]:
-            b.append(f'  cvt.f64.f32 {r}, {a};')
+            b.append(f'  cvt{self.ftz(src)}.f64.f32 {r}, {a};')
         else:
-            b.append(f'  cvt.rn.f32.f64 {r}, {a};')
+            b.append(f'  cvt.rn{self.ftz(dst)}.f32.f64 {r}, {a};')
 
     def op_bitcast(self, ins, r, reg):
         src = TYPE_NAMES[ins.extra]
