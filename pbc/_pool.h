@@ -65,6 +65,7 @@ static struct {
     unsigned csr_bits;         /* MXCSR bits set while working on the job */
     int64_t next, done;        /* blocks taken and finished */
     int fork_handler;          /* pbc_pool_after_fork is registered */
+    uint64_t spawned_at;       /* the generation when the newest workers were started */
 } pbc_pool = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, PTHREAD_COND_INITIALIZER,
               PTHREAD_MUTEX_INITIALIZER};
 
@@ -131,7 +132,9 @@ static int pbc_workers_left(const void *unused) {
 
 static void *pbc_pool_worker(void *arg) {
     int id = (int) (intptr_t) arg;
-    uint64_t seen = PBC_LOAD(pbc_pool.generation) & ~(uint64_t) 1;
+    /* (not the generation now: the job posted right after this thread was started, which
+       it may begin to run only after the post, is one for it) */
+    uint64_t seen = PBC_LOAD(pbc_pool.spawned_at);
     for (;;) {
         if (!pbc_poll(pbc_job_posted, &seen)) {          /* poll a while, then sleep */
             pthread_mutex_lock(&pbc_pool.mu);
@@ -186,6 +189,7 @@ static int pbc_pool_start(int count) {
         pthread_atfork(NULL, NULL, pbc_pool_after_fork);
         pbc_pool.fork_handler = 1;
     }
+    PBC_STORE(pbc_pool.spawned_at, PBC_LOAD(pbc_pool.generation));
     while (pbc_pool.workers < count) {
         pthread_t t;
         pthread_attr_t attr;
