@@ -266,6 +266,9 @@ def test_flush_denormals_flushes_float_arithmetic_everywhere():
     assert not pbc.flag(pbc.JitFlag.FlushDenormals)
     ieee = (x * 1.5).numpy()
     assert ieee[0] == s32 * np.float32(1.5) and pbc.sum(tiny)[0] == 4 * s32
+    cancel = np.zeros(40_000, np.float32)      # two blocks' sums, normal, cancel to a subnormal
+    cancel[3], cancel[30_000] = 1.5e-38, -1.4e-38
+    assert pbc.sum(Float(cancel))[0] == np.float32(1.5e-38) - np.float32(1.4e-38) != 0
     with pbc.scoped_set_flag(pbc.JitFlag.FlushDenormals, True):
         for got in ((x * 1.5).numpy(), (x + 0.0).numpy() * 1.5, (x * x).numpy() * 1.5):
             np.testing.assert_array_equal(got, [0, 1.5, 0])
@@ -275,6 +278,8 @@ def test_flush_denormals_flushes_float_arithmetic_everywhere():
         assert (Float(1e-30) * 1e-10)[0] == 0                    # a subnormal result
         assert (pbc.opaque(Float, 1e-30) * 1e-10)[0] == 0       # ... computed in a kernel
         assert pbc.sum(tiny)[0] == 0
+        # (block results that cancel into the subnormals, combined after the blocks ran)
+        assert pbc.sum(Float(cancel))[0] == 0 and pbc.prefix_sum(Float(cancel))[-1] == 0
         np.testing.assert_array_equal((-x).numpy(), [-s32, -1, s32])
         np.testing.assert_array_equal(pbc.select(Bool(True, False, True), x, 2.0).numpy(),
                                       [s32, 2, -s32])
