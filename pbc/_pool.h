@@ -76,16 +76,11 @@ static struct {
 
 static void pbc_pool_work(pbc_fn fn, void *params, int64_t n, int64_t block, int64_t nblocks,
                           unsigned csr_bits) {
-    unsigned csr = csr_bits ? _mm_getcsr() : 0;
-    if (csr_bits)
-        _mm_setcsr(csr | csr_bits);
+    unsigned csr = pbc_csr_set(csr_bits);
     for (;;) {
         int64_t b = __atomic_fetch_add(&pbc_pool.next, 1, __ATOMIC_SEQ_CST);
-        if (b >= nblocks) {
-            if (csr_bits)
-                _mm_setcsr(csr);
-            return;
-        }
+        if (b >= nblocks)
+            break;
         int64_t start = b * block, end = start + block < n ? start + block : n;
         fn(start, end, params);
         if (__atomic_add_fetch(&pbc_pool.done, 1, __ATOMIC_SEQ_CST) == nblocks &&
@@ -95,6 +90,7 @@ static void pbc_pool_work(pbc_fn fn, void *params, int64_t n, int64_t block, int
             pthread_mutex_unlock(&pbc_pool.mu);
         }
     }
+    _mm_setcsr(csr);
 }
 
 static int64_t pbc_now_ns(void) {
@@ -217,13 +213,10 @@ static int pbc_pool_run(pbc_fn fn, void *params, int64_t n, int64_t block, int t
     int rc = 0;
     if (nblocks <= 1 || threads <= 1) {
         /* One call per block, as on several threads: callbacks keep state per block. */
-        unsigned csr = csr_bits ? _mm_getcsr() : 0;
-        if (csr_bits)
-            _mm_setcsr(csr | csr_bits);
+        unsigned csr = pbc_csr_set(csr_bits);
         for (int64_t b = 0; b < nblocks; b++)
             fn(b * block, (b + 1) * block < n ? (b + 1) * block : n, params);
-        if (csr_bits)
-            _mm_setcsr(csr);
+        _mm_setcsr(csr);
         return 0;
     }
     pthread_mutex_lock(&pbc_pool.caller);

@@ -112,6 +112,16 @@ jit_flags = (FLAG_CONSTANT_PROPAGATION | FLAG_VALUE_NUMBERING | FLAG_SYMBOLIC_LO
              FLAG_SYMBOLIC_CONDITIONALS | FLAG_SYMBOLIC_CALLS | FLAG_OPTIMIZE_CALLS |
              FLAG_MERGE_FUNCTIONS | FLAG_OPTIMIZE_LOOPS)
 
+cdef extern from "_pool.h" nogil:
+    unsigned pbc_csr_set(unsigned bits)
+    void pbc_csr_restore(unsigned csr, uint64_t* result)
+    unsigned PBC_FLUSH_CSR
+
+cdef inline unsigned flush_bits() noexcept nogil:
+    """The MXCSR bits that float arithmetic runs under now: FTZ and DAZ with
+    FlushDenormals (kernels, reductions and constant folding alike), else none."""
+    return PBC_FLUSH_CSR if jit_flags & FLAG_FLUSH_DENORMALS else 0
+
 def get_flags():
     return jit_flags
 

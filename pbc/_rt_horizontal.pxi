@@ -127,9 +127,7 @@ cdef uint64_t reduce_memory(int op, uint8_t vt, void* p, int64_t n) except *:
         raise MemoryError()
     run_parallel(reduce_cb, &job, n, RED_BLOCK)
     cdef uint64_t r = 0
-    # (the blocks' results combine on this thread: under FlushDenormals' MXCSR bits too)
-    cdef bint flush = jit_flags & FLAG_FLUSH_DENORMALS
-    cdef unsigned csr = pbc_csr_set(PBC_FLUSH_CSR) if flush else 0
+    cdef unsigned csr = pbc_csr_set(flush_bits())     # (blocks combine on this thread)
     if vt == T_BOOL: r = combine_blocks(op, <uint8_t*> job.part, nb)
     elif vt == T_INT32: r = canon(vt, <uint64_t> combine_blocks(op, <int32_t*> job.part, nb))
     elif vt == T_UINT32: r = combine_blocks(op, <uint32_t*> job.part, nb)
@@ -137,8 +135,7 @@ cdef uint64_t reduce_memory(int op, uint8_t vt, void* p, int64_t n) except *:
     elif vt == T_UINT64: r = combine_blocks(op, <uint64_t*> job.part, nb)
     elif vt == T_FLOAT32: r = from_f32(combine_blocks(op, <float*> job.part, nb))
     else: r = from_f64(combine_blocks(op, <double*> job.part, nb))
-    if flush:
-        pbc_csr_restore(csr, &r)
+    pbc_csr_restore(csr, &r)
     free(job.part)
     return r
 
@@ -215,7 +212,6 @@ def prefix_sum(ArrayBase a, bint inclusive, bint reverse):
     cdef uint32_t i = evaluated_copy_of(a)
     cdef int64_t n = vars[i].size, nb = (n + RED_BLOCK - 1) // RED_BLOCK
     cdef HJob job
-    cdef bint flush
     cdef unsigned csr
     job.op = R_SUM; job.vt = vt; job.n = n; job.src = vars[i].data
     job.inclusive = inclusive; job.reverse = reverse
@@ -223,16 +219,14 @@ def prefix_sum(ArrayBase a, bint inclusive, bint reverse):
     try:
         job.dst = mem_alloc(vt, n)
         run_parallel(reduce_cb, &job, n, RED_BLOCK)
-        flush = jit_flags & FLAG_FLUSH_DENORMALS     # (as in reduce_memory)
-        csr = pbc_csr_set(PBC_FLUSH_CSR) if flush else 0
+        csr = pbc_csr_set(flush_bits())     # (blocks combine on this thread)
         if vt == T_INT32: block_offsets(<int32_t*> job.part, nb)
         elif vt == T_UINT32: block_offsets(<uint32_t*> job.part, nb)
         elif vt == T_INT64: block_offsets(<int64_t*> job.part, nb)
         elif vt == T_UINT64: block_offsets(<uint64_t*> job.part, nb)
         elif vt == T_FLOAT32: block_offsets(<float*> job.part, nb)
         else: block_offsets(<double*> job.part, nb)
-        if flush:
-            pbc_csr_restore(csr, <uint64_t*> job.part)
+        pbc_csr_restore(csr, <uint64_t*> job.part)
         run_parallel(scan_cb, &job, n, RED_BLOCK)
     finally:
         free(job.part)

@@ -9,7 +9,6 @@ ctypedef void (*kernel_fn)(int64_t, int64_t, void*) noexcept nogil
 cdef extern from "_pool.h" nogil:
     int pbc_pool_run(kernel_fn fn, void* params, int64_t n, int64_t block, int threads,
                      unsigned csr_bits)
-    unsigned PBC_FLUSH_CSR
 
 cdef int n_threads = len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') \
     else (os.cpu_count() or 1)
@@ -18,7 +17,7 @@ cdef void run_parallel(kernel_fn fn, void* params, int64_t n, int64_t block) exc
     cdef int rc
     if n <= 0:
         return
-    cdef unsigned csr = PBC_FLUSH_CSR if jit_flags & FLAG_FLUSH_DENORMALS else 0
+    cdef unsigned csr = flush_bits()
     with nogil:
         rc = pbc_pool_run(fn, params, n, block, n_threads, csr)
     if rc != 0:

@@ -56,11 +56,6 @@ cdef uint32_t var_op(uint16_t op, uint8_t rt, uint32_t a, uint32_t b, uint32_t c
         return recorder.op(op, rt, a, b, c, extra)
     return make_op(op, rt, a, b, c, extra)
 
-cdef extern from "_pool.h" nogil:
-    unsigned pbc_csr_set(unsigned bits)
-    void pbc_csr_restore(unsigned csr, uint64_t* result)
-    unsigned PBC_FLUSH_CSR
-
 cdef bint fold_literals(uint16_t op, uint8_t ot, uint8_t rt, uint32_t a, uint32_t b,
                         uint32_t c, uint64_t* out) noexcept nogil:
     """Folds op over its literal operands (b, c: 0 if absent). With FlushDenormals the
@@ -68,16 +63,16 @@ cdef bint fold_literals(uint16_t op, uint8_t ot, uint8_t rt, uint32_t a, uint32_
     computed results agree bit for bit."""
     cdef bint folded
     cdef unsigned csr = 0
-    cdef bint flush = jit_flags & FLAG_FLUSH_DENORMALS
-    if flush:
-        csr = pbc_csr_set(PBC_FLUSH_CSR)
+    cdef unsigned bits = flush_bits()
+    if bits:                  # (folding is frequent: MXCSR is left alone where it can be)
+        csr = pbc_csr_set(bits)
     if c:
         folded = fold_ternary(op, ot, vars[a].literal, vars[b].literal, vars[c].literal, out)
     elif b:
         folded = fold_binary(op, ot, vars[a].literal, vars[b].literal, out)
     else:
         folded = fold_unary(op, ot, rt, vars[a].literal, out)
-    if flush:
+    if bits:
         pbc_csr_restore(csr, out)
     return folded
 

@@ -198,12 +198,13 @@ def _launch(batch, bits):
         raise
     elapsed = time.perf_counter() - t0
     history = bool(bits & _KERNEL_HISTORY)
-    lanes = sum(run.size for run in runs) if history or config.DEBUG else 0
+    recorded = history or config.DEBUG
+    lanes = sum(run.size for run in runs) if recorded else 0
     printed = []
     for run in runs:
         for nid, ptr in zip(run.outputs, run.buffers):
             _runtime.become_evaluated(nid, ptr)
-        if history or config.DEBUG:   # (kernels launched together share their time by lanes)
+        if recorded:                  # (kernels launched together share their time by lanes)
             _record(run, elapsed * run.size / max(lanes, 1), history)
         if run.entry.prints:              # what its symbolic prints captured, in queue order
             printed += _runtime.take_print_rows([a for _, a, _ in run.leaves])
