@@ -351,53 +351,63 @@ cdef inline int64_t launch_block(int64_t n) noexcept nogil:
     return max(<int64_t> 8192, ((n // (n_threads * 8)) + 63) & ~<int64_t> 63)
 
 ctypedef struct ManyJob:
-    int count
     kernel_fn* fns
     void** params
     int64_t* n
-    int64_t* block
-    int64_t* first          # the number of the kernel's first block among all (count + 1)
+    int32_t* kernel         # per block of the job: the kernel it belongs to ...
+    int64_t* start          # ... and its first lane
+
+cdef enum:
+    # Blocks of kernels launched together (see launch_many): shorter than launch_block's,
+    # and like them a multiple of every vector width.
+    MANY_BLOCK = 1024
 
 cdef void many_cb(int64_t start, int64_t end, void* params) noexcept nogil:
-    """Pool callback over the blocks of several kernels, numbered one after another."""
+    """Pool callback over the blocks of several kernels (see launch_many)."""
     cdef ManyJob* job = <ManyJob*> params
-    cdef int lo, hi, mid
     cdef int64_t b, s
+    cdef int k
     for b in range(start, end):
-        lo, hi = 0, job.count - 1          # the kernel whose blocks include b
-        while lo < hi:
-            mid = (lo + hi + 1) >> 1
-            if job.first[mid] <= b:
-                lo = mid
-            else:
-                hi = mid - 1
-        s = (b - job.first[lo]) * job.block[lo]
-        job.fns[lo](s, min(s + job.block[lo], job.n[lo]), job.params[lo])
+        k = job.kernel[b]
+        s = job.start[b]
+        job.fns[k](s, min(s + MANY_BLOCK, job.n[k]), job.params[k])
 
 def launch_many(list kernels):
     """Runs the kernels [(fn, n, params)] as one job of the thread pool (GIL released):
     threads take blocks of any kernel, and the call returns once all are done. The kernels
-    must not read what the others write."""
+    must not read what the others write.
+
+    Such kernels are mostly the targets of one evaluated call, each on the lanes that call
+    it, which lie all over the caller's arrays in increasing order. Taking the first blocks
+    of every kernel, then their second blocks, and so on, keeps the threads within one
+    stretch of those arrays at a time (their gathers and scatters then hit a core's cache
+    rather than the last level), and short blocks keep that stretch small: 64 targets
+    of 15.6k lanes out of 10^6, 3.6-3.9 -> 3.4 ms (AMD Zen 5, 2 threads)."""
     cdef int count = len(kernels), k
     cdef vector[vector[uint64_t]] p
     cdef vector[kernel_fn] fns
     cdef vector[void*] ptrs
-    cdef vector[int64_t] ns, blocks, first
+    cdef vector[int64_t] ns, starts
+    cdef vector[int32_t] which
+    cdef int64_t s, most = 0
     cdef ManyJob job
     p.resize(count)
-    first.push_back(0)
     for k in range(count):
         fn, n, params = kernels[k]
         p[k] = param_words(params)
         fns.push_back(<kernel_fn> <uintptr_t> fn)
         ns.push_back(n)
-        blocks.push_back(launch_block(n))
-        first.push_back(first.back() + (ns.back() + blocks.back() - 1) // blocks.back())
+        most = max(most, <int64_t> n)
+    for s in range(0, most, MANY_BLOCK):
+        for k in range(count):
+            if s < ns[k]:
+                which.push_back(k)
+                starts.push_back(s)
     for k in range(count):
         ptrs.push_back(p[k].data())
-    job.count, job.fns, job.params = count, fns.data(), ptrs.data()
-    job.n, job.block, job.first = ns.data(), blocks.data(), first.data()
-    run_parallel(many_cb, &job, first.back(), 1)
+    job.fns, job.params, job.n = fns.data(), ptrs.data(), ns.data()
+    job.kernel, job.start = which.data(), starts.data()
+    run_parallel(many_cb, &job, which.size(), 1)
 
 def launch(uintptr_t fn, int64_t n, list params, bint serial=False):
     """Runs kernel `fn(start, end, params)` over [0, n) on the thread pool, GIL released;

@@ -220,7 +220,8 @@ def test_independent_groups_launch_together(monkeypatch, threads):
     # Groups that read no other group's output run as one job of the thread pool (kernels
     # of every size, empty ones too, and disjoint scatters into one array); a group that
     # reads an earlier one's output, or prints, waits for the groups before it.
-    sizes = [0, 1, 5, 8191, 8192, 8193, 20000, 70001]
+    # (blocks of kernels launched together: 1024 lanes, taken first blocks first)
+    sizes = [0, 1, 5, 1023, 1024, 1025, 8191, 8192, 8193, 20000, 70001]
     launches = []
     many = pbc._runtime.launch_many
     monkeypatch.setattr(pbc._runtime, 'launch_many',
