@@ -1,0 +1,190 @@
+"""Ray tracing inside pbc's kernels: the BVH of bvh.py traversed by a `while` loop that
+@pbc.syntax records into the kernel (one loop per lane, no stack: see bvh.py), with the
+watertight ray-triangle test of Woop, Benthin and Wald ("Watertight ray/triangle
+intersection", JCGT 2013): no ray passes between two triangles that share an edge.
+
+    accel = Accel(scene.triangles)
+    hit = accel.ray_intersect(o, d)               # nearest hit: distance, triangle id, ...
+    p = accel.position(hit)                       # ... and the point, from its barycentrics
+    blocked = accel.ray_test(o, d, t_max)         # any hit closer than t_max (shadow rays)
+"""
+
+from typing import NamedTuple
+
+import numpy as np
+
+import pbc
+from pbc.llvm import Array3f, Bool, Float, UInt32
+
+from . import bvh as _bvh
+
+NO_HIT = 0xFFFFFFFF              # the triangle id of a ray that hits nothing
+INF = float('inf')
+# Box distances are widened by 1 + 2 gamma(3) (gamma(n) = n eps / (1 - n eps), eps = 2^-24),
+# which covers the rounding of the slab test (Ize, "Robust BVH ray traversal", JCGT 2013):
+# no ray misses a box that contains its hit.
+ROBUST = 1 + 2 * (3 * 2.0 ** -24) / (1 - 3 * 2.0 ** -24)
+TINY = 1e-30                     # direction components closer to zero are taken as this
+
+
+def _pick(v, is0, is1):
+    """v.x, v.y or v.z per lane, as the masks is0 (x), is1 (y) say (else z)."""
+    return pbc.select(is0, v.x, pbc.select(is1, v.y, v.z))
+
+
+class Hit(NamedTuple):
+    """The nearest hits of rays: distance t, triangle id (NO_HIT: none), the barycentric
+    weights b1, b2 of its second and third corners (the first's: 1 - b1 - b2), and its
+    position in the accelerator's leaf order (NO_HIT: none)."""
+    t: Float
+    prim: UInt32
+    b1: Float
+    b2: Float
+    slot: UInt32
+
+    @property
+    def valid(self) -> Bool:
+        return self.prim != NO_HIT
+
+
+class Accel:
+    """The BVH of triangles (T, 3, 3), in pbc arrays that the traversal kernels read."""
+
+    def __init__(self, triangles):
+        tree = _bvh.build(triangles)
+        t = np.asarray(triangles, dtype=np.float32)[tree.order]
+        self.nodes = len(tree)
+        self.lo, self.hi = Array3f(tree.lo.T), Array3f(tree.hi.T)
+        self.first, self.count = UInt32(tree.first), UInt32(tree.count)
+        self.miss = UInt32(tree.miss)
+        self.v0, self.v1, self.v2 = (Array3f(t[:, k].T) for k in range(3))
+        self.prim = UInt32(tree.order.astype(np.uint32))      # leaf order -> triangle id
+        pbc.eval(self.lo, self.hi, self.first, self.count, self.miss, self.v0, self.v1,
+                 self.v2, self.prim)
+
+    def ray_intersect(self, o, d, t_max=INF, mode=None):
+        """The nearest hits (a Hit) of the rays (o, d) at distances in [0, t_max); where
+        there is none, t = t_max (INF by default) and prim = NO_HIT. Both sides of a
+        triangle are hit. d need not be of unit length (t counts in units of |d|)."""
+        t, k, b1, b2 = self._traverse(o, d, Float(t_max), False, mode)
+        found = k != NO_HIT
+        return Hit(t, pbc.select(found, pbc.gather(UInt32, self.prim, k, found), NO_HIT),
+                   b1, b2, k)
+
+    def ray_test(self, o, d, t_max=INF, mode=None):
+        """Whether the rays (o, d) hit anything at a distance in [0, t_max): a traversal
+        that stops at the first hit it finds. (A ray that starts on a surface, as one
+        spawned from a corner may start on the wall beside it, is blocked by it.)"""
+        return self._traverse(o, d, Float(t_max), True, mode)[1] != NO_HIT
+
+    def position(self, hit):
+        """The points of the hits, interpolated from the corners of their triangles, on
+        which they lie up to rounding: o + t d can land a little behind the surface (and
+        a shadow ray from there escapes through the wall behind it)."""
+        v0, v1, v2 = (pbc.gather(Array3f, v, hit.slot, hit.valid)
+                      for v in (self.v0, self.v1, self.v2))
+        return v0 * (1 - hit.b1 - hit.b2) + v1 * hit.b1 + v2 * hit.b2
+
+    @pbc.syntax
+    def _traverse(self, o, d, t_max, shadow, mode):
+        """(t of the nearest hit found, its position in leaf order or NO_HIT, and its
+        barycentric weights b1, b2)."""
+        # The watertight test in the ray's frame: its largest direction component becomes
+        # z, and x, y keep the winding (swapped where that component is negative).
+        ad = pbc.abs(d)
+        z0 = (ad.x >= ad.y) & (ad.x >= ad.z)
+        z1 = ~z0 & (ad.y >= ad.z)
+        x0, x1 = ~z0 & ~z1, z0                 # x = z + 1 (mod 3)
+        y0, y1 = z1, ~z0 & ~z1                 # y = z + 2 (mod 3)
+        dz = _pick(d, z0, z1)
+        swap = dz < 0
+        x0, y0 = pbc.select(swap, y0, x0), pbc.select(swap, x0, y0)
+        x1, y1 = pbc.select(swap, y1, x1), pbc.select(swap, x1, y1)
+        sx, sy, sz = _pick(d, x0, x1) / dz, _pick(d, y0, y1) / dz, 1.0 / dz
+        safe = Array3f(*(pbc.select(pbc.abs(c) < TINY, pbc.copysign(TINY, c), c)
+                         for c in (d.x, d.y, d.z)))
+        inv_d = 1.0 / safe
+
+        node, end = UInt32(0), UInt32(self.nodes)
+        best, b1, b2 = UInt32(NO_HIT), Float(0), Float(0)
+        while pbc.hint(node < end, mode=mode, label='bvh'):
+            # Slab test of the node's box against [0, t_max).
+            t0 = (pbc.gather(Array3f, self.lo, node) - o) * inv_d
+            t1 = (pbc.gather(Array3f, self.hi, node) - o) * inv_d
+            near = pbc.maximum(pbc.maximum(pbc.minimum(t0.x, t1.x), pbc.minimum(t0.y, t1.y)),
+                               pbc.minimum(t0.z, t1.z))
+            far = pbc.minimum(pbc.minimum(pbc.maximum(t0.x, t1.x), pbc.maximum(t0.y, t1.y)),
+                              pbc.maximum(t0.z, t1.z)) * ROBUST
+            box = (near <= far) & (far >= 0) & (near < t_max)
+            count = pbc.gather(UInt32, self.count, node)
+            k = pbc.gather(UInt32, self.first, node)
+            stop = k + pbc.select(box, count, 0)
+            while pbc.hint(k < stop, mode=mode, label='leaf'):
+                a = pbc.gather(Array3f, self.v0, k) - o
+                b = pbc.gather(Array3f, self.v1, k) - o
+                c = pbc.gather(Array3f, self.v2, k) - o
+                az, bz, cz = _pick(a, z0, z1), _pick(b, z0, z1), _pick(c, z0, z1)
+                ax, ay = _pick(a, x0, x1) - sx * az, _pick(a, y0, y1) - sy * az
+                bx, by = _pick(b, x0, x1) - sx * bz, _pick(b, y0, y1) - sy * bz
+                cx, cy = _pick(c, x0, x1) - sx * cz, _pick(c, y0, y1) - sy * cz
+                u = cx * by - cy * bx
+                v = ax * cy - ay * cx
+                w = bx * ay - by * ax
+                inside = ((u >= 0) & (v >= 0) & (w >= 0)) | ((u <= 0) & (v <= 0) & (w <= 0))
+                det = u + v + w
+                tt = (u * az + v * bz + w * cz) * sz
+                # t = tt / det in [0, t_max), without dividing (det's sign flips both sides)
+                tt_s, det_s = pbc.mulsign(tt, det), pbc.abs(det)
+                hit = inside & (det != 0) & (tt_s >= 0) & (tt_s < t_max * det_s)
+                t_max = pbc.select(hit, tt / det, t_max)
+                best = pbc.select(hit, k, best)
+                b1 = pbc.select(hit, v / det, b1)
+                b2 = pbc.select(hit, w / det, b2)
+                k += 1
+            node = pbc.select(box & (count == 0), node + 1, pbc.gather(UInt32, self.miss, node))
+            if shadow:
+                node = pbc.select(best != NO_HIT, end, node)
+        return t_max, best, b1, b2
+
+
+def brute_force(triangles, o, d, t_max=np.inf, chunk=256):
+    """The reference for tests: nearest hits (t or INF, triangle id or NO_HIT) of rays o, d
+    ((R, 3) NumPy; t_max a number or one per ray) against every triangle, by the same
+    watertight test in float64, `chunk` rays at a time."""
+    tri = np.asarray(triangles, np.float32).astype(np.float64)
+    o, d = np.asarray(o, np.float64), np.asarray(d, np.float64)
+    t_max = np.broadcast_to(np.asarray(t_max, np.float64), (len(o),))
+    t_out = np.full(len(o), np.inf)
+    prim_out = np.full(len(o), NO_HIT, np.uint32)
+    for s in range(0, len(o), chunk):
+        t, prim = _brute_force(tri, o[s:s + chunk], d[s:s + chunk], t_max[s:s + chunk])
+        t_out[s:s + chunk], prim_out[s:s + chunk] = t, prim
+    return t_out, prim_out
+
+
+def _brute_force(tri, o, d, t_max):
+    r = np.arange(len(d))
+    kz = np.argmax(np.abs(d), axis=1)
+    kx, ky = (kz + 1) % 3, (kz + 2) % 3
+    swap = d[r, kz] < 0
+    kx, ky = np.where(swap, ky, kx), np.where(swap, kx, ky)
+    dz = d[r, kz]
+    sx, sy, sz = d[r, kx] / dz, d[r, ky] / dz, 1 / dz
+    rel = tri[None, :, :, :] - o[:, None, None, :]             # (R, T, 3 corners, 3)
+
+    def pick(k):
+        return np.take_along_axis(rel, k[:, None, None, None], axis=3)[..., 0]
+
+    pz = pick(kz)
+    px = pick(kx) - sx[:, None, None] * pz
+    py = pick(ky) - sy[:, None, None] * pz
+    (ax, bx, cx), (ay, by, cy) = np.moveaxis(px, 2, 0), np.moveaxis(py, 2, 0)
+    u, v, w = cx * by - cy * bx, ax * cy - ay * cx, bx * ay - by * ax
+    inside = ((u >= 0) & (v >= 0) & (w >= 0)) | ((u <= 0) & (v <= 0) & (w <= 0))
+    det = u + v + w
+    with np.errstate(divide='ignore', invalid='ignore'):
+        t = (u * pz[..., 0] + v * pz[..., 1] + w * pz[..., 2]) * sz[:, None] / det
+    t = np.where(inside & (det != 0) & (t >= 0) & (t < t_max[:, None]), t, np.inf)
+    prim = np.argmin(t, axis=1)
+    t_hit = t[r, prim]
+    return t_hit, np.where(np.isfinite(t_hit), prim, NO_HIT)

@@ -1,0 +1,242 @@
+"""The sample renderer (samples/renderer): its scene loader, its BVH, ray tracing inside the
+kernels against a brute-force NumPy intersector, and ambient occlusion against a NumPy
+implementation fed with the reference PCG32's random numbers."""
+
+import pathlib
+import sys
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from test_pcg32 import references
+
+import pbc
+from pbc.llvm import Array3f
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / 'samples'))
+from renderer import ao, bvh, intersect, scene  # noqa: E402
+
+MODES = ('symbolic', 'evaluated')
+
+
+@pytest.fixture(scope='module')
+def cornell():
+    return scene.load('cornell')
+
+
+@pytest.fixture(scope='module')
+def accel(cornell):
+    return intersect.Accel(cornell.triangles)
+
+
+# ---- scene -------------------------------------------------------------------------------
+
+def test_scene_loads_every_mesh_and_field(cornell):
+    assert [m.name for m in cornell.meshes] == ['floor', 'ceiling', 'back_wall', 'left_wall',
+                                                'right_wall', 'tall_box', 'sphere', 'light']
+    assert len(cornell.triangles) == 1304 and cornell.triangles.shape == (1304, 3, 3)
+    assert [m.count for m in cornell.meshes] == [2, 2, 2, 2, 2, 12, 1280, 2]
+    for k, m in enumerate(cornell.meshes):
+        assert np.all(cornell.mesh_of[m.first:m.first + m.count] == k)
+    assert np.allclose(cornell.albedo['red'], [0.63, 0.065, 0.05])
+    assert np.allclose(cornell.emitters['light'], [17, 12, 4])
+    # The light faces down (-y), the floor up: the winding gives the visible side.
+    light, floor = cornell.meshes[7], cornell.meshes[0]
+    assert np.allclose(cornell.normals[light.first], [0, -1, 0])
+    assert np.allclose(cornell.normals[floor.first], [0, 1, 0])
+    cam = cornell.camera
+    assert (cam.width, cam.height) == (512, 512)
+    # The pixel centre of the middle of the film looks straight at the target.
+    assert np.allclose(cam.direction(np.array(0.5), np.array(0.5)), [0, 0, -1])
+
+
+def test_obj_reader_fans_polygons_and_reads_relative_indices(tmp_path):
+    path = tmp_path / 'quad.obj'
+    path.write_text('# a quad\nv 0 0 0\nv 1 0 0\nv 1 1 0\nv 0 1 0\nf 1/1/1 2/2/2 3/3/3 4/4/4\n'
+                    'f -4 -3 -2\n')
+    v, f = scene.load_obj(path)
+    assert v.shape == (4, 3) and f.tolist() == [[0, 1, 2], [0, 2, 3], [0, 1, 2]]
+    path.write_text('v 0 0 0\nf 1 2 3\n')
+    with pytest.raises(ValueError, match='vertex that does not exist'):
+        scene.load_obj(path)
+
+
+# ---- BVH ---------------------------------------------------------------------------------
+
+def check_bvh(tree, triangles):
+    """Every triangle in exactly one leaf, inside the bounds of every node above it; miss
+    links point past the subtree (depth-first order)."""
+    n = len(tree)
+    assert sorted(tree.order.tolist()) == list(range(len(triangles)))
+    tri = np.asarray(triangles, np.float32)[tree.order]
+    seen = np.zeros(len(triangles), int)
+
+    def walk(node):
+        """Checks the subtree at node; returns (the node after it, its triangle range)."""
+        assert tree.miss[node] <= n
+        if tree.count[node]:
+            a, b = int(tree.first[node]), int(tree.first[node] + tree.count[node])
+            assert 1 <= b - a <= bvh.LEAF_SIZE
+            seen[a:b] += 1
+            nxt = node + 1
+        else:
+            mid, (a, _) = walk(node + 1)
+            nxt, (_, b) = walk(mid)
+        assert np.all(tri[a:b].min(axis=(0, 1)) >= tree.lo[node])
+        assert np.all(tri[a:b].max(axis=(0, 1)) <= tree.hi[node])
+        assert tree.miss[node] == nxt
+        return nxt, (a, b)
+
+    assert walk(0)[0] == n
+    assert np.all(seen == 1)
+
+
+def test_bvh_of_the_scene(cornell):
+    tree = bvh.build(cornell.triangles)
+    check_bvh(tree, cornell.triangles)
+    assert len(tree) < len(cornell.triangles)      # leaves hold several triangles
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(1, 60), st.integers(0, 2**32 - 1), st.booleans())
+def test_bvh_of_random_triangles(count, seed, stacked):
+    rng = np.random.default_rng(seed)
+    tri = rng.normal(size=(count, 3, 3))
+    if stacked:                        # every centroid alike: the builder halves ranges
+        tri = np.repeat(tri[:1], count, axis=0)
+    check_bvh(bvh.build(tri), tri)
+
+
+def test_bvh_rejects_what_is_not_triangles():
+    with pytest.raises(ValueError, match='shape'):
+        bvh.build(np.zeros((0, 3, 3)))
+    with pytest.raises(ValueError, match='shape'):
+        bvh.build(np.zeros((4, 3)))
+
+
+# ---- ray tracing -------------------------------------------------------------------------
+
+def random_rays(rng, count, inside=True):
+    if inside:
+        o = rng.uniform(-0.98, 0.98, (count, 3))
+    else:                              # from outside the box, towards it
+        o = rng.normal(size=(count, 3))
+        o = 4 * o / np.linalg.norm(o, axis=1, keepdims=True)
+    d = rng.normal(size=(count, 3)) - (0 if inside else o / 4)
+    d /= np.linalg.norm(d, axis=1, keepdims=True)
+    return o.astype(np.float32), d.astype(np.float32)
+
+
+def agree(t, prim, t_ref, prim_ref):
+    """Hits and misses agree, and distances to within float32 rounding; triangle ids agree
+    where no other triangle lies as close (edges and corners shared by several)."""
+    assert np.array_equal(np.isfinite(t), np.isfinite(t_ref))
+    assert np.array_equal(prim == intersect.NO_HIT, prim_ref == intersect.NO_HIT)
+    h = np.isfinite(t_ref)
+    np.testing.assert_allclose(t[h], t_ref[h], rtol=1e-4, atol=1e-6)
+    assert np.mean(prim[h] == prim_ref[h]) > 0.99
+
+
+@pytest.mark.parametrize('mode', MODES)
+@pytest.mark.parametrize('inside', [True, False])
+def test_ray_intersect_matches_brute_force(cornell, accel, mode, inside):
+    o, d = random_rays(np.random.default_rng(1 + inside), 3000, inside)
+    hit = accel.ray_intersect(Array3f(o.T), Array3f(d.T), mode=mode)
+    t_ref, prim_ref = intersect.brute_force(cornell.triangles, o, d)
+    agree(hit.t.numpy(), hit.prim.numpy(), t_ref, prim_ref)
+    if inside:                         # the box is closed but for its front
+        assert np.mean(np.isfinite(t_ref)) > 0.8
+    # The points from the barycentrics lie on the triangles hit, where o + t d says.
+    h = np.isfinite(t_ref)
+    p = accel.position(hit).numpy().T
+    np.testing.assert_allclose(p[h], (o + d * hit.t.numpy()[:, None])[h], atol=2e-5)
+    n = cornell.normals[prim_ref[h]]
+    plane = np.sum(n * cornell.triangles[prim_ref[h], 0], axis=1)
+    np.testing.assert_allclose(np.sum(n * p[h], axis=1), plane, atol=2e-6)
+
+
+@pytest.mark.parametrize('mode', MODES)
+def test_ray_test_and_t_max(cornell, accel, mode):
+    o, d = random_rays(np.random.default_rng(3), 3000)
+    t_max = np.random.default_rng(4).uniform(0, 2, 3000).astype(np.float32)
+    blocked = accel.ray_test(Array3f(o.T), Array3f(d.T), pbc.llvm.Float(t_max), mode=mode)
+    t_ref, _ = intersect.brute_force(cornell.triangles, o, d)
+    near = np.abs(t_ref - t_max) < 1e-4 * t_max        # (a tie: either answer is right)
+    assert np.array_equal(blocked.numpy()[~near], (t_ref < t_max)[~near])
+    hit = accel.ray_intersect(Array3f(o.T), Array3f(d.T), pbc.llvm.Float(t_max), mode=mode)
+    t_ref, prim_ref = intersect.brute_force(cornell.triangles, o, d, t_max)
+    t = hit.t.numpy()
+    missed = prim_ref == intersect.NO_HIT
+    assert np.array_equal(t[missed & ~near], t_max[missed & ~near])
+    agree(np.where(missed, np.inf, t), hit.prim.numpy(), t_ref, prim_ref)
+
+
+def test_rays_along_shared_edges_do_not_pass(accel):
+    # Rays aimed exactly at the edges and corners where walls meet (and at the diagonal of
+    # each wall, which its two triangles share) hit something: the test is watertight.
+    targets = [(x, y, z) for x in (-1, 0, 1) for y in (-1, 0, 1) for z in (-1, 0)
+               if (x, y, z) != (0, 0, 0)] + [(0.5, 0.5, -1), (-0.3, 0.3, -1)]
+    o = np.zeros((len(targets), 3), np.float32)
+    o[:, 2] = 0.5
+    d = np.array(targets, np.float32) - o
+    d /= np.linalg.norm(d, axis=1, keepdims=True)
+    hit = accel.ray_intersect(Array3f(o.T), Array3f(d.T))
+    assert np.all(hit.valid.numpy())
+
+
+# ---- ambient occlusion -------------------------------------------------------------------
+
+def numpy_ao(sc, w, h, spp):
+    """The AO of scene.json's definition in NumPy (float64 geometry, brute-force rays),
+    with the random numbers of the reference PCG32 streams that the renderer uses."""
+    cam = sc.camera
+    j, i = np.divmod(np.arange(w * h), w)
+    d = cam.direction((i + 0.5) / w, (j + 0.5) / h)
+    o = cam.origin + d * (cam.near_clip / (d @ cam.forward))[:, None]
+    t, prim = intersect.brute_force(sc.triangles, o, d)
+    hit = prim != intersect.NO_HIT
+    n = sc.normals[np.where(hit, prim, 0)]
+    n = np.where(np.sum(n * d, axis=1, keepdims=True) > 0, -n, n)
+    p = o + d * np.where(hit, t, 0)[:, None]
+    origin = p + n * ((1 + np.max(np.abs(p), axis=1)) * ao.RAY_EPSILON)[:, None]
+    refs = references(w * h)
+    free = np.zeros(w * h)
+    for _ in range(spp):
+        u1 = np.array([(r.next() >> 9) * 2.0**-23 for r in refs])
+        u2 = np.array([(r.next() >> 9) * 2.0**-23 for r in refs])
+        x, y = 2 * u1 - 1, 2 * u2 - 1
+        first = np.abs(x) > np.abs(y)
+        r = np.where(first, x, y)
+        safe = np.where(r == 0, 1, r)
+        phi = np.where(first, np.pi / 4 * y / safe, np.pi / 2 - np.pi / 4 * x / safe)
+        lx, ly = r * np.cos(phi), r * np.sin(phi)
+        lz = np.sqrt(np.maximum(1 - lx * lx - ly * ly, 0))
+        sign = np.copysign(1, n[:, 2])
+        a = -1 / (sign + n[:, 2])
+        b = n[:, 0] * n[:, 1] * a
+        s = np.stack([1 + sign * n[:, 0] ** 2 * a, sign * b, -sign * n[:, 0]], axis=1)
+        tt = np.stack([b, sign + n[:, 1] ** 2 * a, -n[:, 1]], axis=1)
+        dirs = s * lx[:, None] + tt * ly[:, None] + n * lz[:, None]
+        ts, _ = intersect.brute_force(sc.triangles, origin[hit], dirs[hit])
+        free[hit] += ts >= sc.ao['ray_length']
+    return np.where(hit, free / spp, 0)
+
+
+@pytest.mark.parametrize('mode', MODES)
+def test_ambient_occlusion_matches_numpy(cornell, accel, mode):
+    w, h, spp = 13, 11, 6      # (odd sizes: no pixel centre sees an edge of the box exactly)
+    image = ao.AmbientOcclusion(cornell, accel).render(w, h, spp, mode=mode).numpy()
+    ref = numpy_ao(cornell, w, h, spp)
+    # The same random numbers and rays: equal but where a ray grazes an edge (float32
+    # against float64), which changes a pixel by 1/spp.
+    diff = np.abs(image - ref)
+    assert np.all((diff < 1e-6) | (np.abs(diff - np.round(diff * spp) / spp) < 1e-6))
+    assert np.sum(diff > 1e-6) <= 2
+    assert 0.5 < image.mean() < 1
+
+
+def test_ambient_occlusion_modes_agree(cornell, accel):
+    integ = ao.AmbientOcclusion(cornell, accel)
+    a, b = (integ.render(24, 16, 4, mode=m).numpy() for m in MODES)
+    assert np.array_equal(a, b)
