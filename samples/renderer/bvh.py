@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-LEAF_SIZE = 4          # triangles per leaf, at most
+LEAF_SIZE = 2          # triangles per leaf, at most (below 8: see intersect.Accel)
 BINS = 16              # centroid bins per axis for the surface area heuristic
 
 
