@@ -1,9 +1,9 @@
-"""python -m benchmarks SUITE [SUITE...] (suites: core, loops, dispatch, callopt, ad)."""
+"""python -m benchmarks SUITE [SUITE...] (suites: core, loops, dispatch, callopt, ad, render)."""
 
 import importlib
 import sys
 
-SUITES = ('core', 'loops', 'dispatch', 'callopt', 'ad')
+SUITES = ('core', 'loops', 'dispatch', 'callopt', 'ad', 'render')
 
 
 def main(argv):

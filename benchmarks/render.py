@@ -1,0 +1,128 @@
+"""Renderer benchmark: ambient occlusion of the Cornell box (samples/scenes/cornell) as its
+scene.json defines it (512 x 512 pixels, one camera ray through each pixel centre, 64
+cosine-weighted shadow rays of length 0.1 x the box diagonal per hit), rendered by pbc's
+sample renderer (samples/renderer: a BVH traversed inside the kernel) and, when
+`mitsuba==3.9.1` is installed, by Mitsuba 3 (Dr.Jit 1.5 with Embree) running the same task
+written against its Python API, each in fresh processes, with the ratio pbc / Mitsuba.
+
+    python -m benchmarks render
+
+"first": scene loading and acceleration structure excluded, the first render (trace,
+compile, run) with an empty kernel cache; "warm": the best of later renders. The best of
+PBC_BENCH_ROUNDS (3) rounds that alternate between the systems. Prints one labelled
+figure per line; asserts nothing.
+"""
+
+import json
+import os
+import sys
+import time
+
+from benchmarks import ROOT, best_of_rounds, cpu_model, row
+from benchmarks.compare import LLVM19
+
+SCENE = os.path.join(ROOT, 'samples', 'scenes', 'cornell')
+WARM_REPEAT = 3
+
+
+def _pbc_ao(size, spp):
+    sys.path.insert(0, os.path.join(ROOT, 'samples'))
+    from renderer import ao, scene
+
+    import pbc
+    integrator = ao.AmbientOcclusion(scene.load(SCENE))
+
+    def render():
+        image = integrator.render(size, size, spp)
+        pbc.eval(image)
+        return image.numpy()
+    return render
+
+
+def _mitsuba_ao(size, spp):
+    import drjit as dr
+    import mitsuba as mi
+    import numpy as np
+    mi.set_variant('llvm_ad_rgb')
+    with open(os.path.join(SCENE, 'scene.json')) as f:
+        desc = json.load(f)
+    shapes = {'type': 'scene'}
+    for m in desc['meshes']:
+        shapes[m['name']] = {'type': 'obj', 'filename': os.path.join(SCENE, m['file']),
+                             'face_normals': True}
+    scene = mi.load_dict(shapes)
+    cam = desc['camera']
+    origin, target = np.array(cam['origin']), np.array(cam['target'])
+    fwd = (target - origin) / np.linalg.norm(target - origin)
+    right = np.cross(fwd, cam['up'])
+    right /= np.linalg.norm(right)
+    up = np.cross(right, fwd)
+    tan_half = float(np.tan(np.radians(cam['fov_deg']) / 2))
+    length = desc['ao']['ray_length']
+
+    def render():
+        i = dr.arange(mi.UInt32, size * size)
+        u = (mi.Float(i % size) + 0.5) / size
+        v = (mi.Float(i // size) + 0.5) / size
+        f, r, w = (mi.Vector3f(*map(float, a)) for a in (fwd, right, up))
+        d = dr.normalize(f + r * ((2 * u - 1) * tan_half) + w * ((1 - 2 * v) * tan_half))
+        o = mi.Point3f(*map(float, origin)) + d * (cam['near_clip'] / dr.dot(d, f))
+        si = scene.ray_intersect(mi.Ray3f(o, d))
+        frame = mi.Frame3f(dr.select(dr.dot(si.n, d) > 0, -si.n, si.n))
+
+        def body(k, free, rng):
+            s = mi.Point2f(rng.next_float32(), rng.next_float32())
+            ray = si.spawn_ray(frame.to_world(mi.warp.square_to_cosine_hemisphere(s)))
+            ray.maxt = length
+            return k + 1, free + dr.select(scene.ray_test(ray), 0.0, 1.0), rng
+
+        _, free, _ = dr.while_loop((mi.UInt32(0), mi.Float(0), mi.PCG32(size=size * size)),
+                                   lambda k, free, rng: k < spp, body)
+        image = dr.select(si.is_valid(), free / spp, 0.0)
+        dr.eval(image)
+        dr.sync_thread()
+        return image.numpy()
+    return render
+
+
+def child(lib, size, spp):
+    make = _pbc_ao if lib == 'pbc' else _mitsuba_ao
+    render = make(size, spp)
+    t0 = time.perf_counter()
+    image = render()
+    first = time.perf_counter() - t0
+    warm = []
+    for _ in range(WARM_REPEAT):
+        t0 = time.perf_counter()
+        render()
+        warm.append(time.perf_counter() - t0)
+    return dict(first=first, warm=min(warm), mean=float(image.mean()))
+
+
+def main():
+    t0 = time.perf_counter()
+    print(f'pbc renderer benchmarks on {cpu_model()}: {os.cpu_count()} CPUs, '
+          f'load average {os.getloadavg()[0]:.2f}')
+    os.environ.setdefault('DRJIT_LIBLLVM_PATH', LLVM19)
+    size, spp = 512, 64
+    runs = best_of_rounds({name: ('render', (lib, str(size), str(spp)), None)
+                           for lib, name in (('pbc', 'pbc'), ('mitsuba', 'Mitsuba 3.9.1'))})
+    label = f'AO {size}x{size}, {spp} rays per pixel'
+    for name, r in runs.items():
+        if 'error' in r:
+            row(f'{label} {name}', r['error'][:60])
+            continue
+        row(f'{label} {name} first / warm', f'{r["first"] * 1e3:.0f} / {r["warm"] * 1e3:.0f}',
+            f'ms (mean AO {r["mean"]:.4f})')
+    p, m = runs.get('pbc', {}), runs.get('Mitsuba 3.9.1', {})
+    if 'warm' in p and 'warm' in m:
+        row(f'{label} ratio pbc / Mitsuba first / warm',
+            f'{p["first"] / m["first"]:.2f} / {p["warm"] / m["warm"]:.2f}')
+    print(f'total {time.perf_counter() - t0:.1f} s')
+
+
+if __name__ == '__main__':
+    if sys.argv[1:2] == ['child']:
+        print(json.dumps(child(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]))))
+    else:
+        main()
