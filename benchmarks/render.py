@@ -1,13 +1,17 @@
-"""Renderer benchmark: ambient occlusion of the Cornell box (samples/scenes/cornell) as its
-scene.json defines it (512 x 512 pixels, one camera ray through each pixel centre, 64
-cosine-weighted shadow rays of length 0.1 x the box diagonal per hit), rendered by pbc's
-sample renderer (samples/renderer: a BVH traversed inside the kernel) and, when
-`mitsuba==3.9.1` is installed, by Mitsuba 3 (Dr.Jit 1.5 with Embree) running the same task
-written against its Python API, each in fresh processes, with the ratio pbc / Mitsuba.
+"""Renderer benchmark: the Cornell box (samples/scenes/cornell) rendered by pbc's sample
+renderer (samples/renderer: a BVH traversed inside the kernel) and, when `mitsuba==3.9.1`
+is installed, by Mitsuba 3 (Dr.Jit 1.5 with Embree), each in fresh processes, with the
+ratio pbc / Mitsuba:
+
+- ambient occlusion as scene.json defines it (512 x 512 pixels, one camera ray through each
+  pixel centre, 64 cosine-weighted shadow rays of length 0.1 x the box diagonal per hit),
+  in Mitsuba written against its Python API;
+- path tracing, 512 x 512 pixels, 16 paths per pixel of at most 8 segments, Russian
+  roulette from depth 5: renderer.path against Mitsuba's `path` integrator.
 
     python -m benchmarks render
 
-"first": scene loading and acceleration structure excluded, the first render (trace,
+"first": scene loading and acceleration structures excluded, the first render (trace,
 compile, run) with an empty kernel cache; "warm": the best of later renders. The best of
 PBC_BENCH_ROUNDS (3) rounds that alternate between the systems. Prints one labelled
 figure per line; asserts nothing.
@@ -85,9 +89,63 @@ def _mitsuba_ao(size, spp):
     return render
 
 
-def child(lib, size, spp):
-    make = _pbc_ao if lib == 'pbc' else _mitsuba_ao
-    render = make(size, spp)
+def _pbc_path(size, spp):
+    sys.path.insert(0, os.path.join(ROOT, 'samples'))
+    from renderer import path, scene
+
+    import pbc
+    tracer = path.PathTracer(scene.load(SCENE), max_depth=8, rr_depth=5)
+
+    def render():
+        image = tracer.render(size, size, spp)
+        pbc.eval(image)
+        return image.numpy()
+    return render
+
+
+def _mitsuba_path(size, spp):
+    import drjit as dr
+    import mitsuba as mi
+    mi.set_variant('llvm_ad_rgb')
+    with open(os.path.join(SCENE, 'scene.json')) as f:
+        desc = json.load(f)
+    cam = desc['camera']
+    film = {'type': 'hdrfilm', 'width': size, 'height': size, 'rfilter': {'type': 'box'},
+            'pixel_format': 'rgb'}
+    scene = {'type': 'scene',
+             'integrator': {'type': 'path', 'max_depth': 8, 'rr_depth': 5},
+             'sensor': {'type': 'perspective', 'fov': cam['fov_deg'], 'fov_axis': 'x',
+                        'near_clip': cam['near_clip'], 'far_clip': cam['far_clip'],
+                        'to_world': mi.ScalarTransform4f().look_at(
+                            origin=cam['origin'], target=cam['target'], up=cam['up']),
+                        'film': film,
+                        'sampler': {'type': 'independent', 'sample_count': spp}}}
+    radiance = {e['mesh']: e['radiance'] for e in desc['emitters']}
+    for m in desc['meshes']:
+        albedo = desc['materials'][m['material']]['albedo']
+        shape = {'type': 'obj', 'filename': os.path.join(SCENE, m['file']),
+                 'face_normals': True,
+                 'bsdf': {'type': 'diffuse', 'reflectance': {'type': 'rgb', 'value': albedo}}}
+        if m['name'] in radiance:
+            shape['emitter'] = {'type': 'area',
+                                'radiance': {'type': 'rgb', 'value': radiance[m['name']]}}
+        scene[m['name']] = shape
+    scene = mi.load_dict(scene)
+
+    def render():
+        image = mi.render(scene, spp=spp)
+        dr.eval(image)
+        dr.sync_thread()
+        return image.numpy()
+    return render
+
+
+TASKS = {('ao', 'pbc'): _pbc_ao, ('ao', 'mitsuba'): _mitsuba_ao,
+         ('path', 'pbc'): _pbc_path, ('path', 'mitsuba'): _mitsuba_path}
+
+
+def child(task, lib, size, spp):
+    render = TASKS[task, lib](size, spp)
     t0 = time.perf_counter()
     image = render()
     first = time.perf_counter() - t0
@@ -104,25 +162,26 @@ def main():
     print(f'pbc renderer benchmarks on {cpu_model()}: {os.cpu_count()} CPUs, '
           f'load average {os.getloadavg()[0]:.2f}')
     os.environ.setdefault('DRJIT_LIBLLVM_PATH', LLVM19)
-    size, spp = 512, 64
-    runs = best_of_rounds({name: ('render', (lib, str(size), str(spp)), None)
-                           for lib, name in (('pbc', 'pbc'), ('mitsuba', 'Mitsuba 3.9.1'))})
-    label = f'AO {size}x{size}, {spp} rays per pixel'
-    for name, r in runs.items():
-        if 'error' in r:
-            row(f'{label} {name}', r['error'][:60])
-            continue
-        row(f'{label} {name} first / warm', f'{r["first"] * 1e3:.0f} / {r["warm"] * 1e3:.0f}',
-            f'ms (mean AO {r["mean"]:.4f})')
-    p, m = runs.get('pbc', {}), runs.get('Mitsuba 3.9.1', {})
-    if 'warm' in p and 'warm' in m:
-        row(f'{label} ratio pbc / Mitsuba first / warm',
-            f'{p["first"] / m["first"]:.2f} / {p["warm"] / m["warm"]:.2f}')
+    for task, size, spp, label in (('ao', 512, 64, 'AO 512x512, 64 rays/pixel'),
+                                   ('path', 512, 16, 'path 512x512, 16 spp, depth 8')):
+        runs = best_of_rounds({name: ('render', (task, lib, str(size), str(spp)), None)
+                               for lib, name in (('pbc', 'pbc'),
+                                                 ('mitsuba', 'Mitsuba 3.9.1'))})
+        for name, r in runs.items():
+            if 'error' in r:
+                row(f'{label} {name}', r['error'][:60])
+                continue
+            row(f'{label} {name} first / warm',
+                f'{r["first"] * 1e3:.0f} / {r["warm"] * 1e3:.0f}', f'ms (mean {r["mean"]:.4f})')
+        p, m = runs.get('pbc', {}), runs.get('Mitsuba 3.9.1', {})
+        if 'warm' in p and 'warm' in m:
+            row(f'{label} ratio pbc / Mitsuba first / warm',
+                f'{p["first"] / m["first"]:.2f} / {p["warm"] / m["warm"]:.2f}')
     print(f'total {time.perf_counter() - t0:.1f} s')
 
 
 if __name__ == '__main__':
     if sys.argv[1:2] == ['child']:
-        print(json.dumps(child(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]))))
+        print(json.dumps(child(sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5]))))
     else:
         main()

@@ -1,0 +1,52 @@
+"""Path tracing of the Cornell box scene (samples/scenes/cornell): next-event estimation and
+BSDF sampling with multiple importance sampling, Russian roulette, materials as pbc.Object
+classes called through Ptr arrays; one kernel for the whole image (see
+samples/renderer/path.py).
+
+    python samples/cornell_path.py --size 512 --spp 16 --output cornell_path.png
+"""
+
+import argparse
+import time
+
+import numpy as np
+from renderer import path, scene
+
+import pbc
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument('--scene', default='cornell', help='a directory of samples/scenes')
+    parser.add_argument('--size', default=None, help="WxH or N (default: the scene's camera)")
+    parser.add_argument('--spp', type=int, default=16, help='paths per pixel (default 16)')
+    parser.add_argument('--max-depth', type=int, default=8, help='segments per path, at most')
+    parser.add_argument('--mode', choices=('symbolic', 'evaluated'), default='symbolic',
+                        help='record the loops into the kernel, or run them one kernel per '
+                             'iteration')
+    parser.add_argument('--output', default='cornell_path.png')
+    args = parser.parse_args()
+
+    sc = scene.load(args.scene)
+    tracer = path.PathTracer(sc, max_depth=args.max_depth)
+    w, h = sc.camera.width, sc.camera.height
+    if args.size:
+        w, h = (int(s) for s in (args.size.split('x') * 2)[:2])
+    times = []
+    for _ in range(2):                          # the first run compiles, the second is warm
+        t = time.perf_counter()
+        image = tracer.render(w, h, args.spp, mode=args.mode)
+        pbc.eval(image)
+        times.append(time.perf_counter() - t)
+    rgb = image.numpy().T.reshape(h, w, 3)
+    from PIL import Image  # the `samples` extra
+    srgb = np.where(rgb <= 0.0031308, 12.92 * rgb, 1.055 * np.maximum(rgb, 0) ** (1 / 2.4) - 0.055)
+    Image.fromarray((np.clip(srgb, 0, 1) * 255 + 0.5).astype(np.uint8)).save(args.output)
+    print(f'{w}x{h} path tracing, {args.spp} paths per pixel, at most {args.max_depth} '
+          f'segments, {args.mode} loops -> {args.output} ({pbc.thread_count()} threads)')
+    print(f'first {times[0] * 1e3:8.1f} ms (trace, compile, run)')
+    print(f'warm  {times[1] * 1e3:8.1f} ms')
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,135 @@
+"""A unidirectional path tracer: next-event estimation and BSDF sampling combined by multiple
+importance sampling (the power heuristic), Russian roulette from depth `rr_depth`, paths of
+at most `max_depth` segments; the algorithm of Mitsuba 3's `path` integrator for the
+materials and lights of scene.json (one-sided diffuse surfaces, one-sided area lights).
+
+The per-sample loop, the path loop inside it and the BVH traversals inside that are plain
+`while` statements that @pbc.syntax records into one kernel; `bsdf.eval_pdf(...)` and
+`bsdf.sample(...)` on a Ptr[BSDF] array are calls of each lane's own material.
+
+Random numbers, one PCG32 stream per pixel, drawn in this order per sample: the film
+position (2), then per path vertex: the light triangle (1), the point on it (2), the BSDF
+sample (2), Russian roulette (1)."""
+
+import numpy as np
+
+import pbc
+from pbc.llvm import PCG32, Array2f, Array3f, Bool, Float, Ptr, UInt32
+
+from .ao import RAY_EPSILON, camera_rays
+from .intersect import Accel
+from .materials import BSDF, AreaLights, Diffuse
+
+SHADOW_EPSILON = 10 * RAY_EPSILON    # shadow rays to a light stop this fraction short of it
+
+
+def mis_weight(a, b):
+    """The power heuristic's weight of a sampling technique of density a against one of b."""
+    a2, b2 = a * a, b * b
+    return pbc.select(a2 + b2 > 0, a2 / (a2 + b2), 0.0)
+
+
+def spawn(p, n, d):
+    """The origin of a ray leaving the surface point p (unit normal n) in direction d: p
+    moved off the surface, to the side d goes to (Mitsuba's ray epsilon)."""
+    eps = (1 + pbc.max(pbc.abs(p))) * RAY_EPSILON
+    return p + n * pbc.mulsign(eps, pbc.dot(n, d))
+
+
+class PathTracer:
+    def __init__(self, scene, accel=None, max_depth=8, rr_depth=5):
+        self.scene = scene
+        self.accel = accel or Accel(scene.triangles)
+        self.max_depth, self.rr_depth = max_depth, rr_depth
+        self.normals = Array3f(scene.normals.astype(np.float32).T)
+        self.mesh_of = UInt32(scene.mesh_of)
+        # One material instance per material name, a pointer to it per mesh.
+        self.materials = {name: Diffuse(albedo) for name, albedo in scene.albedo.items()}
+        self.mesh_bsdf = Ptr[BSDF]([self.materials[m.material] for m in scene.meshes])
+        radiance = np.zeros((len(scene.meshes), 3), np.float32)
+        for k, m in enumerate(scene.meshes):
+            radiance[k] = scene.emitters.get(m.name, 0)
+        self.mesh_radiance = Array3f(radiance.T)
+        self.lights = AreaLights(scene)
+        pbc.eval(self.normals, self.mesh_of, self.mesh_radiance)
+
+    def render(self, w=None, h=None, spp=16, mode=None):
+        """The image as a row-major Array3f of w * h RGB values (linear radiance), the
+        average of spp paths per pixel through random points of it."""
+        cam = self.scene.camera
+        w, h = w or cam.width, h or cam.height
+        rng = PCG32(size=w * h)
+        return self._pixels(w, h, spp, rng, mode)
+
+    @pbc.syntax
+    def _pixels(self, w, h, spp, rng, mode):
+        total = Array3f(0.0)
+        s = UInt32(0)
+        while pbc.hint(s < spp, mode=mode, label='samples'):
+            du, dv = rng.next_float32(), rng.next_float32()
+            o, d = camera_rays(self.scene.camera, w, h, du, dv)
+            total += self._path(o, d, rng, mode)
+            s += 1
+        return total / spp
+
+    @pbc.syntax
+    def _path(self, o, d, rng, mode):
+        """The radiance arriving along the rays (o, d)."""
+        accel, lights = self.accel, self.lights
+        radiance, beta = Array3f(0.0), Array3f(1.0)
+        depth = UInt32(0)
+        prev_pdf, prev_delta = Float(1.0), Bool(True)    # (no MIS for the camera ray)
+        hit = accel.ray_intersect(o, d, mode=mode)
+        active = hit.valid
+        while pbc.hint(active, mode=mode, label='path'):
+            p = accel.position(hit)
+            n = pbc.gather(Array3f, self.normals, hit.prim)
+            mesh = pbc.gather(UInt32, self.mesh_of, hit.prim)
+            wi = -d
+            cos_i = pbc.dot(n, wi)
+
+            # Emission where the path hits a light's front side, weighted against the
+            # chance that next-event estimation at the previous vertex chose this point.
+            le = pbc.gather(Array3f, self.mesh_radiance, mesh)
+            light_pdf = hit.t * hit.t / (pbc.abs(cos_i) * lights.total_area)
+            weight = pbc.select(prev_delta, 1.0, mis_weight(prev_pdf, light_pdf))
+            radiance += pbc.select((cos_i > 0) & (pbc.max(le) > 0), beta * le * weight,
+                                   Array3f(0.0))
+
+            more = depth + 1 < self.max_depth
+            bsdf = pbc.gather(Ptr[BSDF], self.mesh_bsdf, mesh, more)
+
+            # Next-event estimation: a point on a light, seen unless something blocks it.
+            u_light = rng.next_float32()
+            u_point = Array2f(rng.next_float32(), rng.next_float32())
+            q, nq, le_q = lights.sample(u_light, u_point)
+            to_light = q - p
+            dist = pbc.norm(to_light)
+            wl = to_light / dist
+            cos_l = -pbc.dot(nq, wl)
+            f, bsdf_pdf = bsdf.eval_pdf(n, wi, wl)
+            lit = more & (cos_l > 0) & (pbc.max(f) > 0)
+            blocked = accel.ray_test(spawn(p, n, wl), wl, dist * (1 - SHADOW_EPSILON), mode=mode)
+            pdf_l = dist * dist / (cos_l * lights.total_area)
+            radiance += pbc.select(lit & ~blocked,
+                                   beta * f * le_q * (mis_weight(pdf_l, bsdf_pdf) / pdf_l),
+                                   Array3f(0.0))
+
+            # BSDF sampling: the path's next direction.
+            u_bsdf = Array2f(rng.next_float32(), rng.next_float32())
+            wo, bsdf_weight, pdf = bsdf.sample(n, wi, u_bsdf)
+            beta *= bsdf_weight
+            prev_pdf, prev_delta = pdf, Bool(False)
+
+            # Russian roulette from depth rr_depth on.
+            u_rr = rng.next_float32()
+            rr_prob = pbc.minimum(pbc.max(beta), 0.95)
+            roulette = depth + 1 >= self.rr_depth
+            beta = pbc.select(roulette, beta / rr_prob, beta)
+            survive = ~roulette | (u_rr < rr_prob)
+
+            o, d = spawn(p, n, wo), wo
+            hit = accel.ray_intersect(o, d, mode=mode)
+            depth += 1
+            active = more & survive & (pbc.max(beta) > 0) & hit.valid
+        return radiance
