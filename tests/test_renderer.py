@@ -383,3 +383,147 @@ def test_path_tracer_matches_numpy(cornell, tracer):
 def test_path_tracer_modes_agree(tracer):
     a, b = (tracer.render(8, 6, 2, mode=m).numpy() for m in MODES)
     np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
+# ---- shapes and textures -----------------------------------------------------------------
+
+def sphere_reference(center, radius, o, d, t_max=np.inf):
+    """Nearest t in [0, t_max) of rays (unit d) against a sphere, float64, INF if none."""
+    f = o.astype(np.float64) - center
+    b = -np.sum(f * d, axis=1)
+    disc = radius**2 - np.sum((f + d * b[:, None]) ** 2, axis=1)
+    root = np.sqrt(np.maximum(disc, 0))
+    t0, t1 = b - root, b + root
+    t = np.where(t0 >= 0, t0, t1)
+    return np.where((disc >= 0) & (t >= 0) & (t < t_max), t, np.inf)
+
+
+@pytest.mark.parametrize('inside', [True, False])
+def test_sphere_intersection(inside):
+    from renderer.shapes import Sphere
+    center, radius = np.array([0.2, -0.1, 0.3]), 0.6
+    sphere = Sphere(center, radius)
+    rng = np.random.default_rng(7 + inside)
+    o, d = random_rays(rng, 4000, inside)
+    if inside:                         # from inside the sphere: every ray leaves it
+        o = (center + rng.uniform(-0.3, 0.3, (4000, 3))).astype(np.float32)
+    else:                              # from afar, towards points around the sphere
+        o = (center + 3 * o / np.linalg.norm(o, axis=1, keepdims=True)).astype(np.float32)
+        d = center + rng.uniform(-1, 1, (4000, 3)) - o
+        d = (d / np.linalg.norm(d, axis=1, keepdims=True)).astype(np.float32)
+    t = sphere.intersect(Array3f(o.T), Array3f(d.T), pbc.llvm.Float(np.inf)).numpy()
+    ref = sphere_reference(center, radius, o, d)
+    assert np.array_equal(np.isfinite(t), np.isfinite(ref))
+    np.testing.assert_allclose(t[np.isfinite(ref)], ref[np.isfinite(ref)], rtol=1e-5,
+                               atol=1e-5)
+    assert np.mean(np.isfinite(ref)) > (0.99 if inside else 0.2)
+    with pytest.raises(ValueError, match='radius'):
+        Sphere(center, 0.0)
+
+
+def scene_without(sc, name):
+    """The scene without mesh `name`."""
+    import dataclasses
+    keep = [m for m in sc.meshes if m.name != name]
+    tris, mesh_of, meshes = [], [], []
+    for k, m in enumerate(keep):
+        meshes.append(dataclasses.replace(m, first=sum(len(t) for t in tris)))
+        tris.append(sc.triangles[m.first:m.first + m.count])
+        mesh_of.append(np.full(m.count, k, np.uint32))
+    return dataclasses.replace(sc, triangles=np.concatenate(tris),
+                               mesh_of=np.concatenate(mesh_of), meshes=meshes)
+
+
+def test_geometry_with_an_analytic_sphere(cornell):
+    from renderer.shapes import Geometry, Sphere
+    # The scene's tessellated sphere (icosphere, radius 0.35 around (0.45, -0.65, 0.3))
+    # replaced by an analytic one.
+    sc = scene_without(cornell, 'sphere')
+    center = np.array([0.45, -0.65, 0.3])
+    geo = Geometry(sc, spheres=[Sphere(center, 0.35)])
+    assert len(geo) == len(sc.meshes) + 1
+    o, d = random_rays(np.random.default_rng(11), 3000)
+    O, D = Array3f(o.T), Array3f(d.T)
+    hit = geo.ray_intersect(O, D)
+    t_mesh, prim_mesh = intersect.brute_force(sc.triangles, o, d)
+    t_sph = sphere_reference(center, 0.35, o, d)
+    ref = np.minimum(t_mesh, t_sph)
+    np.testing.assert_allclose(hit.t.numpy(), ref, rtol=1e-4, atol=1e-5)
+    on_sphere = t_sph < t_mesh
+    assert on_sphere.any()
+    assert np.all(hit.prim.numpy()[on_sphere] == len(sc.triangles))
+    shape = geo.shape_id(hit).numpy()
+    assert np.all(shape[on_sphere] == len(sc.meshes))
+    mesh_hit = np.isfinite(t_mesh) & ~on_sphere
+    # (the tall box's bottom lies in the floor: coplanar triangles tie)
+    assert np.mean(shape[mesh_hit] == sc.mesh_of[prim_mesh[mesh_hit]]) > 0.99
+    si = geo.surface_point(hit, O, D)
+    p, n, uv = (x.numpy().T for x in si)
+    h = np.isfinite(ref)
+    np.testing.assert_allclose(p[h], (o + d * ref[:, None])[h], atol=3e-5)
+    np.testing.assert_allclose(n[on_sphere], (p[on_sphere] - center) / 0.35, atol=1e-4)
+    assert np.all((uv[h] >= -1e-6) & (uv[h] <= 1 + 1e-6))
+    # Shadow rays see the sphere too.
+    blocked = geo.ray_test(O, D, pbc.llvm.Float(np.full(3000, 0.5, np.float32))).numpy()
+    near = np.abs(ref - 0.5) < 1e-4
+    assert np.array_equal(blocked[~near], (ref < 0.5)[~near])
+
+
+def test_ambient_occlusion_of_the_analytic_sphere_scene(cornell):
+    from renderer.shapes import Geometry, Sphere
+    sc = scene_without(cornell, 'sphere')
+    geo = Geometry(sc, spheres=[Sphere((0.45, -0.65, 0.3), 0.35)])
+    a = ao.AmbientOcclusion(cornell).render(48, 48, 16).numpy()
+    b = ao.AmbientOcclusion(sc, geometry=geo).render(48, 48, 16).numpy()
+    # The same picture but for the facets of the tessellated sphere.
+    assert abs(a.mean() - b.mean()) < 0.01
+    assert np.mean(np.abs(a - b) < 0.15) > 0.95
+
+
+def test_textured_diffuse_lookup():
+    from renderer.materials import TexturedDiffuse
+    from renderer.shapes import SurfacePoint
+    rng = np.random.default_rng(5)
+    tex = rng.uniform(0, 1, (5, 7, 3)).astype(np.float32)
+    bsdf = TexturedDiffuse(tex)
+    uv = rng.uniform(-1.5, 2.5, (500, 2)).astype(np.float32)
+    zero = Array3f(np.zeros((3, 500), np.float32))
+    si = SurfacePoint(zero, zero, pbc.llvm.Array2f(uv.T))
+    got = bsdf.reflectance(si).numpy().T
+    # Bilinear filtering of texel centres, repeating.
+    x, y = uv[:, 0] * 7 - 0.5, uv[:, 1] * 5 - 0.5
+    x0, y0 = np.floor(x), np.floor(y)
+    fx, fy = (x - x0)[:, None], (y - y0)[:, None]
+    ix0, iy0 = x0.astype(int) % 7, y0.astype(int) % 5
+    ix1, iy1 = (ix0 + 1) % 7, (iy0 + 1) % 5
+    ref = (tex[iy0, ix0] * (1 - fx) * (1 - fy) + tex[iy0, ix1] * fx * (1 - fy)
+           + tex[iy1, ix0] * (1 - fx) * fy + tex[iy1, ix1] * fx * fy)
+    np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-6)
+    with pytest.raises(ValueError, match='H, W, 3'):
+        TexturedDiffuse(np.zeros((4, 4)))
+
+
+def test_path_tracer_with_a_texture_and_a_sphere(cornell):
+    from renderer import path
+    from renderer.materials import Diffuse, TexturedDiffuse
+    from renderer.shapes import Geometry, Sphere
+    # A texture of one colour reflects as a Diffuse of that colour.
+    albedo = cornell.albedo['red']
+    plain = path.PathTracer(cornell)
+    bsdfs = list(plain.bsdfs)
+    left = [m.name for m in cornell.meshes].index('left_wall')
+    bsdfs[left] = TexturedDiffuse(np.tile(albedo.astype(np.float32), (3, 4, 1)))
+    textured = path.PathTracer(cornell, geometry=plain.geometry, bsdfs=bsdfs)
+    a, b = (t.render(12, 10, 2).numpy() for t in (plain, textured))
+    np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6)
+    # An analytic sphere needs a material of its own.
+    sc = scene_without(cornell, 'sphere')
+    geo = Geometry(sc, spheres=[Sphere((0.45, -0.65, 0.3), 0.35)])
+    with pytest.raises(ValueError, match='every shape'):
+        path.PathTracer(sc, geometry=geo)
+    blue = Diffuse(cornell.albedo['blue'])
+    tracer = path.PathTracer(sc, geometry=geo, bsdfs=[Diffuse(sc.albedo[m.material])
+                                                      for m in sc.meshes] + [blue])
+    c = tracer.render(16, 16, 4).numpy()
+    d = plain.render(16, 16, 4).numpy()
+    assert abs(c.mean() - d.mean()) < 0.1 * d.mean()

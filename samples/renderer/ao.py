@@ -9,7 +9,7 @@ import numpy as np
 import pbc
 from pbc.llvm import PCG32, Array2f, Array3f, Float, UInt32
 
-from .intersect import Accel
+from .shapes import Geometry
 
 # Mitsuba's ray epsilon: origins move off surfaces by (1 + max |p_k|) * RAY_EPSILON.
 RAY_EPSILON = 1500 * 2.0 ** -24
@@ -58,10 +58,11 @@ def to_world(n, v):
 class AmbientOcclusion:
     """The integrator of a scene (see scene.load)."""
 
-    def __init__(self, scene, accel=None):
+    def __init__(self, scene, accel=None, geometry=None):
+        """geometry: the scene's shapes.Geometry (by default its meshes alone, in `accel`
+        if given)."""
         self.scene = scene
-        self.accel = accel or Accel(scene.triangles)
-        self.normals = Array3f(scene.normals.astype(np.float32).T)
+        self.geometry = geometry or Geometry(scene, accel=accel)
         self.num_rays = int(scene.ao.get('num_rays', 64))
         self.ray_length = float(scene.ao.get('ray_length', 0.1 * np.linalg.norm(
             scene.bbox[1] - scene.bbox[0])))
@@ -73,11 +74,10 @@ class AmbientOcclusion:
         w, h = w or cam.width, h or cam.height
         spp = self.num_rays if spp is None else spp
         o, d = camera_rays(cam, w, h)
-        hit = self.accel.ray_intersect(o, d, mode=mode)
-        p = self.accel.position(hit)
-        n = pbc.gather(Array3f, self.normals, hit.prim, hit.valid)
-        n = pbc.select(pbc.dot(n, d) > 0, -n, n)                 # face-forward
-        origin = p + n * ((1 + pbc.max(pbc.abs(p))) * RAY_EPSILON)
+        hit = self.geometry.ray_intersect(o, d, mode=mode)
+        si = self.geometry.surface_point(hit, o, d)
+        n = pbc.select(pbc.dot(si.n, d) > 0, -si.n, si.n)       # face-forward
+        origin = si.p + n * ((1 + pbc.max(pbc.abs(si.p))) * RAY_EPSILON)
         rng = PCG32(size=w * h)
         return pbc.select(hit.valid, self._occlusion(origin, n, rng, spp, mode), 0.0)
 
@@ -89,7 +89,7 @@ class AmbientOcclusion:
         while pbc.hint(i < spp, mode=mode, label='ao'):
             sample = Array2f(rng.next_float32(), rng.next_float32())
             direction = to_world(n, square_to_cosine_hemisphere(sample))
-            blocked = self.accel.ray_test(origin, direction, self.ray_length, mode=mode)
+            blocked = self.geometry.ray_test(origin, direction, self.ray_length, mode=mode)
             free += pbc.select(blocked, 0.0, 1.0)
             i += 1
         return free / spp

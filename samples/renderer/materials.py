@@ -2,23 +2,24 @@
 calls its methods on every lane's own instance; pbc compiles each method once per class as
 a subroutine, reading the instances' attributes (albedos) from memory.
 
-Directions are in world space: `n` the unit geometric normal of the surface hit, `wi` the unit
-direction towards where the ray came from, `wo` the unit direction a path continues in."""
+The methods take the point hit (`si`, a shapes.SurfacePoint: position, unit geometric normal
+`si.n`, surface coordinates `si.uv`) and directions in world space: `wi` the unit direction
+towards where the ray came from, `wo` the unit direction a path continues in."""
 
 import numpy as np
 
 import pbc
-from pbc.llvm import Array3f
+from pbc.llvm import Array3f, Int32, UInt32
 
 from .ao import square_to_cosine_hemisphere, to_world
 
 
 class BSDF(pbc.Object):
-    def eval_pdf(self, n, wi, wo):
+    def eval_pdf(self, si, wi, wo):
         """(f(wi, wo) cos(n, wo), the density of sample() choosing wo, per solid angle)."""
         raise NotImplementedError
 
-    def sample(self, n, wi, u):
+    def sample(self, si, wi, u):
         """(wo, f cos / pdf, pdf) for a point u of the unit square."""
         raise NotImplementedError
 
@@ -31,19 +32,52 @@ class Diffuse(BSDF):
         super().__init__()
         self.albedo = Array3f(*np.asarray(albedo, np.float32))
 
-    def eval_pdf(self, n, wi, wo):
-        cos_i, cos_o = pbc.dot(n, wi), pbc.dot(n, wo)
+    def reflectance(self, si):
+        return self.albedo
+
+    def eval_pdf(self, si, wi, wo):
+        cos_i, cos_o = pbc.dot(si.n, wi), pbc.dot(si.n, wo)
         front = (cos_i > 0) & (cos_o > 0)
-        value = self.albedo * (cos_o / np.pi)
+        value = self.reflectance(si) * (cos_o / np.pi)
         return (pbc.select(front, value, Array3f(0.0)),
                 pbc.select(front, cos_o / np.pi, 0.0))
 
-    def sample(self, n, wi, u):
-        wo = to_world(n, square_to_cosine_hemisphere(u))
-        cos_o = pbc.dot(n, wo)
-        front = (pbc.dot(n, wi) > 0) & (cos_o > 0)
-        return (wo, pbc.select(front, self.albedo, Array3f(0.0)),
+    def sample(self, si, wi, u):
+        wo = to_world(si.n, square_to_cosine_hemisphere(u))
+        cos_o = pbc.dot(si.n, wo)
+        front = (pbc.dot(si.n, wi) > 0) & (cos_o > 0)
+        return (wo, pbc.select(front, self.reflectance(si), Array3f(0.0)),
                 pbc.select(front, cos_o / np.pi, 0.0))
+
+
+class TexturedDiffuse(Diffuse):
+    """Diffuse reflection whose albedo is an RGB texture (a (H, W, 3) array; row 0 at v = 0)
+    looked up at the surface coordinates with bilinear filtering, repeating beyond [0, 1)
+    (Mitsuba's bitmap defaults). `texture` is a pbc Array3f of H * W texels: gradients
+    can flow into it."""
+
+    def __init__(self, texture):
+        pbc.Object.__init__(self)
+        texture = np.asarray(texture, np.float32)
+        if texture.ndim != 3 or texture.shape[2] != 3 or texture.size == 0:
+            raise ValueError('TexturedDiffuse: expects an (H, W, 3) array of texels')
+        self.height, self.width = texture.shape[:2]
+        self.texture = Array3f(texture.reshape(-1, 3).T)
+
+    def reflectance(self, si):
+        w, h = self.width, self.height
+        x, y = si.uv.x * w - 0.5, si.uv.y * h - 0.5
+        x0, y0 = pbc.floor(x), pbc.floor(y)
+        fx, fy = x - x0, y - y0
+        # (texel coordinates taken modulo the size: repeat)
+        ix0 = UInt32(Int32(x0) % w + w) % w
+        iy0 = UInt32(Int32(y0) % h + h) % h
+        ix1, iy1 = (ix0 + 1) % w, (iy0 + 1) % h
+
+        def texel(ix, iy):
+            return pbc.gather(Array3f, self.texture, iy * w + ix)
+        return (texel(ix0, iy0) * ((1 - fx) * (1 - fy)) + texel(ix1, iy0) * (fx * (1 - fy))
+                + texel(ix0, iy1) * ((1 - fx) * fy) + texel(ix1, iy1) * (fx * fy))
 
 
 class AreaLights:

@@ -17,8 +17,8 @@ import pbc
 from pbc.llvm import PCG32, Array2f, Array3f, Bool, Float, Ptr, UInt32
 
 from .ao import RAY_EPSILON, camera_rays
-from .intersect import Accel
 from .materials import BSDF, AreaLights, Diffuse
+from .shapes import Geometry
 
 SHADOW_EPSILON = 10 * RAY_EPSILON    # shadow rays to a light stop this fraction short of it
 
@@ -37,21 +37,30 @@ def spawn(p, n, d):
 
 
 class PathTracer:
-    def __init__(self, scene, accel=None, max_depth=8, rr_depth=5):
+    """geometry: the scene's shapes.Geometry (by default its meshes alone, in `accel` if
+    given); bsdfs: a BSDF per shape (by default, for each mesh a Diffuse of its material's
+    albedo, one instance per material; shapes beyond the meshes need theirs given)."""
+
+    def __init__(self, scene, accel=None, max_depth=8, rr_depth=5, geometry=None,
+                 bsdfs=None):
         self.scene = scene
-        self.accel = accel or Accel(scene.triangles)
+        self.geometry = geo = geometry or Geometry(scene, accel=accel)
         self.max_depth, self.rr_depth = max_depth, rr_depth
-        self.normals = Array3f(scene.normals.astype(np.float32).T)
-        self.mesh_of = UInt32(scene.mesh_of)
-        # One material instance per material name, a pointer to it per mesh.
-        self.materials = {name: Diffuse(albedo) for name, albedo in scene.albedo.items()}
-        self.mesh_bsdf = Ptr[BSDF]([self.materials[m.material] for m in scene.meshes])
-        radiance = np.zeros((len(scene.meshes), 3), np.float32)
+        if bsdfs is None:
+            if len(geo) > len(scene.meshes):
+                raise ValueError('PathTracer: give a BSDF for every shape (bsdfs=...)')
+            materials = {name: Diffuse(albedo) for name, albedo in scene.albedo.items()}
+            bsdfs = [materials[m.material] for m in scene.meshes]
+        if len(bsdfs) != len(geo):
+            raise ValueError(f'PathTracer: {len(bsdfs)} BSDFs for {len(geo)} shapes')
+        self.bsdfs = list(bsdfs)
+        self.shape_bsdf = Ptr[BSDF](self.bsdfs)
+        radiance = np.zeros((len(geo), 3), np.float32)
         for k, m in enumerate(scene.meshes):
             radiance[k] = scene.emitters.get(m.name, 0)
-        self.mesh_radiance = Array3f(radiance.T)
+        self.shape_radiance = Array3f(radiance.T)
         self.lights = AreaLights(scene)
-        pbc.eval(self.normals, self.mesh_of, self.mesh_radiance)
+        pbc.eval(self.shape_radiance)
 
     def render(self, w=None, h=None, spp=16, mode=None):
         """The image as a row-major Array3f of w * h RGB values (linear radiance), the
@@ -75,29 +84,29 @@ class PathTracer:
     @pbc.syntax
     def _path(self, o, d, rng, mode):
         """The radiance arriving along the rays (o, d)."""
-        accel, lights = self.accel, self.lights
+        geo, lights = self.geometry, self.lights
         radiance, beta = Array3f(0.0), Array3f(1.0)
         depth = UInt32(0)
         prev_pdf, prev_delta = Float(1.0), Bool(True)    # (no MIS for the camera ray)
-        hit = accel.ray_intersect(o, d, mode=mode)
+        hit = geo.ray_intersect(o, d, mode=mode)
         active = hit.valid
         while pbc.hint(active, mode=mode, label='path'):
-            p = accel.position(hit)
-            n = pbc.gather(Array3f, self.normals, hit.prim)
-            mesh = pbc.gather(UInt32, self.mesh_of, hit.prim)
+            shape = geo.shape_id(hit)
+            si = geo.surface_point(hit, o, d, shape)
+            p, n = si.p, si.n
             wi = -d
             cos_i = pbc.dot(n, wi)
 
             # Emission where the path hits a light's front side, weighted against the
             # chance that next-event estimation at the previous vertex chose this point.
-            le = pbc.gather(Array3f, self.mesh_radiance, mesh)
+            le = pbc.gather(Array3f, self.shape_radiance, shape)
             light_pdf = hit.t * hit.t / (pbc.abs(cos_i) * lights.total_area)
             weight = pbc.select(prev_delta, 1.0, mis_weight(prev_pdf, light_pdf))
             radiance += pbc.select((cos_i > 0) & (pbc.max(le) > 0), beta * le * weight,
                                    Array3f(0.0))
 
             more = depth + 1 < self.max_depth
-            bsdf = pbc.gather(Ptr[BSDF], self.mesh_bsdf, mesh, more)
+            bsdf = pbc.gather(Ptr[BSDF], self.shape_bsdf, shape, more)
 
             # Next-event estimation: a point on a light, seen unless something blocks it.
             u_light = rng.next_float32()
@@ -107,9 +116,9 @@ class PathTracer:
             dist = pbc.norm(to_light)
             wl = to_light / dist
             cos_l = -pbc.dot(nq, wl)
-            f, bsdf_pdf = bsdf.eval_pdf(n, wi, wl)
+            f, bsdf_pdf = bsdf.eval_pdf(si, wi, wl)
             lit = more & (cos_l > 0) & (pbc.max(f) > 0)
-            blocked = accel.ray_test(spawn(p, n, wl), wl, dist * (1 - SHADOW_EPSILON), mode=mode)
+            blocked = geo.ray_test(spawn(p, n, wl), wl, dist * (1 - SHADOW_EPSILON), mode=mode)
             pdf_l = dist * dist / (cos_l * lights.total_area)
             radiance += pbc.select(lit & ~blocked,
                                    beta * f * le_q * (mis_weight(pdf_l, bsdf_pdf) / pdf_l),
@@ -117,7 +126,7 @@ class PathTracer:
 
             # BSDF sampling: the path's next direction.
             u_bsdf = Array2f(rng.next_float32(), rng.next_float32())
-            wo, bsdf_weight, pdf = bsdf.sample(n, wi, u_bsdf)
+            wo, bsdf_weight, pdf = bsdf.sample(si, wi, u_bsdf)
             beta *= bsdf_weight
             prev_pdf, prev_delta = pdf, Bool(False)
 
@@ -129,7 +138,7 @@ class PathTracer:
             survive = ~roulette | (u_rr < rr_prob)
 
             o, d = spawn(p, n, wo), wo
-            hit = accel.ray_intersect(o, d, mode=mode)
+            hit = geo.ray_intersect(o, d, mode=mode)
             depth += 1
             active = more & survive & (pbc.max(beta) > 0) & hit.valid
         return radiance
