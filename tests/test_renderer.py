@@ -278,9 +278,17 @@ def world(n, lx, ly, lz):
 def numpy_path(sc, w, h, spp, max_depth=8, rr_depth=5):
     """renderer.path's algorithm in NumPy (float64, brute-force rays), with the same random
     numbers in the same order."""
-    from renderer.materials import AreaLights
     from renderer.path import SHADOW_EPSILON
-    lights = AreaLights(sc)
+    # The emitting triangles, chosen in proportion to their areas.
+    ids = np.concatenate([np.arange(m.first, m.first + m.count) for m in sc.meshes
+                          if m.name in sc.emitters])
+    light_tri = sc.triangles[ids].astype(np.float32).astype(np.float64)
+    light_area = 0.5 * np.linalg.norm(np.cross(light_tri[:, 1] - light_tri[:, 0],
+                                               light_tri[:, 2] - light_tri[:, 0]), axis=1)
+    total_area = light_area.sum()
+    light_cdf = (np.cumsum(light_area) / total_area).astype(np.float32)
+    light_cdf[-1] = 1
+    light_le = np.array([sc.emitters[sc.meshes[sc.mesh_of[i]].name] for i in ids])
     albedo = np.array([sc.albedo[m.material] for m in sc.meshes])
     emitted = np.array([sc.emitters.get(m.name, np.zeros(3)) for m in sc.meshes])
     cam, normals, count = sc.camera, sc.normals, w * h
@@ -316,18 +324,18 @@ def numpy_path(sc, w, h, spp, max_depth=8, rr_depth=5):
             wi = -d
             cos_i = np.sum(n * wi, axis=1)
             le = emitted[mesh]
-            light_pdf = t * t / (np.abs(cos_i) * lights.total_area)
+            light_pdf = t * t / (np.abs(cos_i) * total_area)
             weight = np.where(prev_delta, 1, mis(prev_pdf, light_pdf))
             radiance += ((a & (cos_i > 0) & (le.max(axis=1) > 0)) * weight)[:, None] * beta * le
             more = depth + 1 < max_depth
             u_light = rng.draw(a)
             u1, u2 = rng.draw(a), rng.draw(a)
-            k = np.minimum(np.searchsorted(lights.cdf, u_light, side='right'), len(lights) - 1)
-            tri = lights.tri[k].astype(np.float64)
+            k = np.searchsorted(light_cdf, u_light, side='right')
+            tri = light_tri[k]
             s = np.sqrt(1 - u1)
             b1, b2 = 1 - s, u2 * s
             q = np.einsum('rk,rkc->rc', np.stack([1 - b1 - b2, b1, b2], axis=1), tri)
-            nq, le_q = lights.normals[k], lights.radiance[k]
+            nq, le_q = normals[ids[k]], light_le[k]
             dist = np.linalg.norm(q - p, axis=1)
             wl = (q - p) / dist[:, None]
             cos_l = -np.sum(nq * wl, axis=1)
@@ -337,7 +345,7 @@ def numpy_path(sc, w, h, spp, max_depth=8, rr_depth=5):
             bsdf_pdf = np.where(front, cos_o / np.pi, 0)
             lit = a & more & (cos_l > 0) & (f.max(axis=1) > 0)
             t_l, _ = trace(spawn(p, n, wl), wl, dist * (1 - SHADOW_EPSILON))
-            pdf_l = dist * dist / np.where(cos_l > 0, cos_l * lights.total_area, 1)
+            pdf_l = dist * dist / np.where(cos_l > 0, cos_l * total_area, 1)
             contrib = (mis(pdf_l, bsdf_pdf) / pdf_l)[:, None] * beta * f * le_q
             radiance += np.where((lit & ~np.isfinite(t_l))[:, None], contrib, 0)
             v1, v2 = rng.draw(a), rng.draw(a)
@@ -527,3 +535,46 @@ def test_path_tracer_with_a_texture_and_a_sphere(cornell):
     c = tracer.render(16, 16, 4).numpy()
     d = plain.render(16, 16, 4).numpy()
     assert abs(c.mean() - d.mean()) < 0.1 * d.mean()
+
+
+def test_area_emitter_samples_by_area():
+    from renderer.materials import AreaEmitter
+    rng = np.random.default_rng(3)
+    tri = rng.normal(size=(5, 3, 3))
+    em = AreaEmitter(tri, (1, 2, 3))
+    n = 20000
+    u_tri = pbc.llvm.Float(rng.uniform(0, 1, n).astype(np.float32))
+    u = pbc.llvm.Array2f(rng.uniform(0, 1, (2, n)).astype(np.float32))
+    q, nq = (x.numpy().T for x in em.sample_position(u_tri, u))
+    area = 0.5 * np.linalg.norm(np.cross(tri[:, 1] - tri[:, 0], tri[:, 2] - tri[:, 0]), axis=1)
+    # Which triangle each point lies on: the one whose plane it is in, and inside.
+    normal = np.cross(tri[:, 1] - tri[:, 0], tri[:, 2] - tri[:, 0])
+    normal /= np.linalg.norm(normal, axis=1, keepdims=True)
+    dist = np.abs(np.einsum('kc,rkc->rk', normal, q[:, None, :] - tri[None, :, 0]))
+    k = np.argmin(dist, axis=1)
+    assert np.all(dist[np.arange(n), k] < 1e-4)
+    np.testing.assert_allclose(np.abs(np.sum(nq * normal[k], axis=1)), 1, atol=1e-5)
+    share = np.bincount(k, minlength=5) / n
+    np.testing.assert_allclose(share, area / area.sum(), atol=0.015)
+    with pytest.raises(ValueError, match='positive area'):
+        AreaEmitter(np.zeros((1, 3, 3)), (1, 1, 1))
+
+
+def test_path_tracer_with_two_emitters(cornell, tracer):
+    # The light split into two emitting meshes of one triangle each: the same picture.
+    import dataclasses
+    light = next(m for m in cornell.meshes if m.name == 'light')
+    meshes = [m for m in cornell.meshes if m.name != 'light'] + [
+        dataclasses.replace(light, name='light_a', count=1),
+        dataclasses.replace(light, name='light_b', first=light.first + 1, count=1)]
+    emitters = {'light_a': cornell.emitters['light'], 'light_b': cornell.emitters['light']}
+    mesh_of = cornell.mesh_of.copy()
+    mesh_of[light.first + 1] = len(meshes) - 1
+    mesh_of[light.first] = len(meshes) - 2
+    assert light.first + light.count == len(cornell.triangles)    # (the last mesh)
+    split = dataclasses.replace(cornell, meshes=meshes, emitters=emitters, mesh_of=mesh_of)
+    from renderer import path
+    two = path.PathTracer(split, tracer.geometry.accel)
+    assert len(two.emitters) == 2
+    a, b = (t.render(10, 8, 2).numpy() for t in (tracer, two))
+    np.testing.assert_allclose(a, b, rtol=2e-3, atol=1e-5)

@@ -80,44 +80,57 @@ class TexturedDiffuse(Diffuse):
                 + texel(ix0, iy1) * ((1 - fx) * fy) + texel(ix1, iy1) * (fx * fy))
 
 
-class AreaLights:
-    """The emitting triangles of a scene, sampled by area for next-event estimation: each
-    emits constant radiance from its front side. (Few triangles: the choice among them is a
-    chain of selects.)"""
+class Emitter(pbc.Object):
+    def eval(self, si, wi):
+        """The radiance leaving the point si in the direction wi."""
+        raise NotImplementedError
 
-    def __init__(self, scene):
-        ids, radiance = [], []
-        for mesh in scene.meshes:
-            if mesh.name in scene.emitters:
-                ids += range(mesh.first, mesh.first + mesh.count)
-                radiance += [scene.emitters[mesh.name]] * mesh.count
-        self.ids = np.array(ids, dtype=np.int64)
-        tri = scene.triangles[self.ids].astype(np.float32)
-        area = 0.5 * np.linalg.norm(np.cross(tri[:, 1] - tri[:, 0], tri[:, 2] - tri[:, 0]),
-                                    axis=1)
-        self.total_area = float(area.sum())
-        self.cdf = np.cumsum(area) / self.total_area
-        self.tri, self.radiance = tri, np.array(radiance, np.float32)
-        self.normals = scene.normals[self.ids].astype(np.float32)
+    def sample_position(self, u_tri, u):
+        """(a point on the emitter, its unit normal), uniformly distributed over its area,
+        for a uniform number u_tri and a point u of the unit square."""
+        raise NotImplementedError
 
-    def __len__(self):
-        return len(self.ids)
 
-    def sample(self, u_tri, u):
-        """(a point on the lights, its unit normal, its radiance) for uniform numbers u_tri
-        and u (Array2f): a triangle chosen with probability proportional to its area, then
-        a uniform point on it; the density per unit area is 1 / total_area."""
-        k = len(self) - 1
-        p0, p1, p2, n, le = (Array3f(*c) for c in (self.tri[k, 0], self.tri[k, 1],
-                                                   self.tri[k, 2], self.normals[k],
-                                                   self.radiance[k]))
-        for j in range(len(self) - 2, -1, -1):     # the first whose cdf exceeds u_tri
-            here = u_tri < float(self.cdf[j])
-            p0, p1, p2, n, le = (pbc.select(here, Array3f(*c), v) for c, v in zip(
-                (self.tri[j, 0], self.tri[j, 1], self.tri[j, 2], self.normals[j],
-                 self.radiance[j]), (p0, p1, p2, n, le)))
+class AreaEmitter(Emitter):
+    """Constant radiance from the front side (where the normal points) of triangles (T, 3,
+    3), e.g. a mesh's."""
+
+    def __init__(self, triangles, radiance):
+        super().__init__()
+        tri = np.asarray(triangles, np.float32)
+        cross = np.cross(tri[:, 1] - tri[:, 0], tri[:, 2] - tri[:, 0])
+        area = 0.5 * np.linalg.norm(cross, axis=1)
+        if len(tri) == 0 or not area.sum() > 0:
+            raise ValueError('AreaEmitter: needs triangles of positive area')
+        self.area = float(area.sum())
+        self.count = len(tri)
+        self.cdf_np = (np.cumsum(area) / self.area).astype(np.float32)
+        self.cdf_np[-1] = 1.0
+        self.cdf = pbc.llvm.Float(self.cdf_np)
+        self.corners = [Array3f(tri[:, c].T) for c in range(3)]
+        self.normals = Array3f((cross / np.linalg.norm(cross, axis=1, keepdims=True)).T)
+        self.radiance = Array3f(*np.asarray(radiance, np.float32))
+
+    def eval(self, si, wi):
+        return pbc.select(pbc.dot(si.n, wi) > 0, self.radiance, Array3f(0.0))
+
+    def sample_position(self, u_tri, u):
+        # The first triangle whose cumulative area share exceeds u_tri: a binary search
+        # unrolled at trace time, one gather per step.
+        k, size = UInt32(0), self.count
+        while size > 1:
+            half = size // 2
+            k = pbc.select(pbc.gather(pbc.llvm.Float, self.cdf, k + (half - 1)) <= u_tri,
+                           k + half, k)
+            size -= half
+        p0, p1, p2 = (pbc.gather(Array3f, c, k) for c in self.corners)
         # Uniform barycentrics (Turk's mapping), as Mitsuba's square_to_uniform_triangle.
         t = pbc.sqrt(1 - u.x)
         b1, b2 = 1 - t, u.y * t
-        return p0 * (1 - b1 - b2) + p1 * b1 + p2 * b2, n, le
+        return p0 * (1 - b1 - b2) + p1 * b1 + p2 * b2, pbc.gather(Array3f, self.normals, k)
 
+
+def scene_emitters(scene):
+    """An AreaEmitter per emitting mesh of the scene: {mesh index: emitter}."""
+    return {k: AreaEmitter(scene.triangles[m.first:m.first + m.count], scene.emitters[m.name])
+            for k, m in enumerate(scene.meshes) if m.name in scene.emitters}

@@ -17,8 +17,8 @@ import pbc
 from pbc.llvm import PCG32, Array2f, Array3f, Bool, Float, Ptr, UInt32
 
 from .ao import RAY_EPSILON, camera_rays
-from .materials import BSDF, AreaLights, Diffuse
-from .shapes import Geometry
+from .materials import BSDF, Diffuse, Emitter, scene_emitters
+from .shapes import Geometry, SurfacePoint
 
 SHADOW_EPSILON = 10 * RAY_EPSILON    # shadow rays to a light stop this fraction short of it
 
@@ -55,12 +55,16 @@ class PathTracer:
             raise ValueError(f'PathTracer: {len(bsdfs)} BSDFs for {len(geo)} shapes')
         self.bsdfs = list(bsdfs)
         self.shape_bsdf = Ptr[BSDF](self.bsdfs)
-        radiance = np.zeros((len(geo), 3), np.float32)
-        for k, m in enumerate(scene.meshes):
-            radiance[k] = scene.emitters.get(m.name, 0)
-        self.shape_radiance = Array3f(radiance.T)
-        self.lights = AreaLights(scene)
-        pbc.eval(self.shape_radiance)
+        # The scene's area lights: a pointer per shape (none for most), and a choice among
+        # them in proportion to their areas for next-event estimation.
+        emitters = scene_emitters(scene)
+        if not emitters:
+            raise ValueError('PathTracer: the scene has no emitter')
+        self.emitters = list(emitters.values())
+        self.shape_emitter = Ptr[Emitter]([emitters.get(k) for k in range(len(geo))])
+        self.emitter_table = Ptr[Emitter](self.emitters)
+        self.total_area = sum(e.area for e in self.emitters)
+        self.emitter_cdf = np.cumsum([e.area for e in self.emitters]) / self.total_area
 
     def render(self, w=None, h=None, spp=16, mode=None):
         """The image as a row-major Array3f of w * h RGB values (linear radiance), the
@@ -81,10 +85,27 @@ class PathTracer:
             s += 1
         return total / spp
 
+    def _sample_emitter(self, u_choice, u):
+        """(a point on an emitter, its normal, its emitter): an emitter chosen in proportion
+        to its area (u_choice, reused within it), then a uniform point on it. The density
+        per unit area is 1 / total_area."""
+        index, lo = UInt32(0), Float(0.0)
+        u_within = u_choice
+        for k in range(1, len(self.emitters)):          # (few emitters: selects)
+            past = u_choice >= float(self.emitter_cdf[k - 1])
+            index = pbc.select(past, k, index)
+            lo = pbc.select(past, float(self.emitter_cdf[k - 1]), lo)
+        if len(self.emitters) > 1:
+            hi = pbc.gather(Float, Float(self.emitter_cdf.astype(np.float32)), index)
+            u_within = (u_choice - lo) / (hi - lo)
+        emitter = pbc.gather(Ptr[Emitter], self.emitter_table, index)
+        q, nq = emitter.sample_position(u_within, u)
+        return q, nq, emitter
+
     @pbc.syntax
     def _path(self, o, d, rng, mode):
         """The radiance arriving along the rays (o, d)."""
-        geo, lights = self.geometry, self.lights
+        geo = self.geometry
         radiance, beta = Array3f(0.0), Array3f(1.0)
         depth = UInt32(0)
         prev_pdf, prev_delta = Float(1.0), Bool(True)    # (no MIS for the camera ray)
@@ -99,11 +120,11 @@ class PathTracer:
 
             # Emission where the path hits a light's front side, weighted against the
             # chance that next-event estimation at the previous vertex chose this point.
-            le = pbc.gather(Array3f, self.shape_radiance, shape)
-            light_pdf = hit.t * hit.t / (pbc.abs(cos_i) * lights.total_area)
+            emitter = pbc.gather(Ptr[Emitter], self.shape_emitter, shape)
+            le = emitter.eval(si, wi)
+            light_pdf = hit.t * hit.t / (pbc.abs(cos_i) * self.total_area)
             weight = pbc.select(prev_delta, 1.0, mis_weight(prev_pdf, light_pdf))
-            radiance += pbc.select((cos_i > 0) & (pbc.max(le) > 0), beta * le * weight,
-                                   Array3f(0.0))
+            radiance += beta * le * weight
 
             more = depth + 1 < self.max_depth
             bsdf = pbc.gather(Ptr[BSDF], self.shape_bsdf, shape, more)
@@ -111,15 +132,16 @@ class PathTracer:
             # Next-event estimation: a point on a light, seen unless something blocks it.
             u_light = rng.next_float32()
             u_point = Array2f(rng.next_float32(), rng.next_float32())
-            q, nq, le_q = lights.sample(u_light, u_point)
+            q, nq, light = self._sample_emitter(u_light, u_point)
             to_light = q - p
             dist = pbc.norm(to_light)
             wl = to_light / dist
             cos_l = -pbc.dot(nq, wl)
+            le_q = light.eval(SurfacePoint(q, nq, Array2f(0.0)), -wl)
             f, bsdf_pdf = bsdf.eval_pdf(si, wi, wl)
             lit = more & (cos_l > 0) & (pbc.max(f) > 0)
             blocked = geo.ray_test(spawn(p, n, wl), wl, dist * (1 - SHADOW_EPSILON), mode=mode)
-            pdf_l = dist * dist / (cos_l * lights.total_area)
+            pdf_l = dist * dist / (cos_l * self.total_area)
             radiance += pbc.select(lit & ~blocked,
                                    beta * f * le_q * (mis_weight(pdf_l, bsdf_pdf) / pdf_l),
                                    Array3f(0.0))
