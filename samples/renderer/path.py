@@ -20,6 +20,7 @@ from .ao import RAY_EPSILON, camera_rays
 from .materials import BSDF, Diffuse, Emitter, scene_emitters
 from .shapes import Geometry, SurfacePoint
 
+PCG32_STATE = 0x853C49E6748FEA9B      # PCG32's default initial state
 SHADOW_EPSILON = 10 * RAY_EPSILON    # shadow rays to a light stop this fraction short of it
 
 
@@ -66,12 +67,13 @@ class PathTracer:
         self.total_area = sum(e.area for e in self.emitters)
         self.emitter_cdf = np.cumsum([e.area for e in self.emitters]) / self.total_area
 
-    def render(self, w=None, h=None, spp=16, mode=None):
+    def render(self, w=None, h=None, spp=16, mode=None, seed=0):
         """The image as a row-major Array3f of w * h RGB values (linear radiance), the
-        average of spp paths per pixel through random points of it."""
+        average of spp paths per pixel through random points of it. `seed` picks other
+        random number streams (0: PCG32's defaults, as Mitsuba's independent sampler)."""
         cam = self.scene.camera
         w, h = w or cam.width, h or cam.height
-        rng = PCG32(size=w * h)
+        rng = PCG32(size=w * h, initstate=PCG32_STATE + seed)
         return self._pixels(w, h, spp, rng, mode)
 
     @pbc.syntax
