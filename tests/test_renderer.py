@@ -81,8 +81,10 @@ def check_bvh(tree, triangles):
             seen[a:b] += 1
             nxt = node + 1
         else:
-            mid, (a, _) = walk(node + 1)
-            nxt, (_, b) = walk(mid)
+            mid, (a1, b1) = walk(node + 1)
+            nxt, (a2, b2) = walk(mid)
+            assert b1 == a2 or b2 == a1                  # (adjacent, in either order)
+            a, b = min(a1, a2), max(b1, b2)
         assert np.all(tri[a:b].min(axis=(0, 1)) >= tree.lo[node])
         assert np.all(tri[a:b].max(axis=(0, 1)) <= tree.hi[node])
         assert tree.miss[node] == nxt
@@ -96,6 +98,18 @@ def test_bvh_of_the_scene(cornell):
     tree = bvh.build(cornell.triangles)
     check_bvh(tree, cornell.triangles)
     assert np.count_nonzero(tree.count) < len(cornell.triangles)   # leaves hold several
+    # The layouts for the 8 direction octants: the same nodes in other depth-first orders,
+    # the root's nearer child first (its boxes' lower corner along +x, +y, +z first for
+    # octant 0: one of them starts where the root's box does).
+    layouts = bvh.build_octants(cornell.triangles)
+    for octant, t in enumerate(layouts):
+        check_bvh(t, cornell.triangles)
+        assert sorted(map(tuple, t.lo.tolist())) == sorted(map(tuple, tree.lo.tolist()))
+        a, b = 1, t.miss[1]                           # the root's children, in order
+        axes = [k for k in range(3) if t.lo[a, k] != t.lo[b, k] or t.hi[a, k] != t.hi[b, k]]
+        near_first = [(t.lo[a, k] + t.hi[a, k] <= t.lo[b, k] + t.hi[b, k]) != bool(octant >> k & 1)
+                      for k in axes]
+        assert any(near_first)
 
 
 @settings(max_examples=25, deadline=None)

@@ -70,44 +70,79 @@ def _best_split(centroids, tri_lo, tri_hi):
     return None if best is None else best[1:]
 
 
-def build(triangles):
-    """The BVH of triangles (T, 3, 3) (T >= 1), whose corners the kernels read as float32:
-    the bounds are those of the float32 corners, exact in float32."""
+def _tree(triangles):
+    """The hierarchy as built: per node (in creation order) its bounds, its triangle range
+    in `order`, and for interior nodes its children (the one on the low side of the split
+    first) and split axis (-1 for leaves). Returns (nodes dict of arrays, order)."""
     triangles = np.asarray(triangles, dtype=np.float32).astype(np.float64)
     if triangles.ndim != 3 or triangles.shape[1:] != (3, 3) or len(triangles) == 0:
         raise ValueError('bvh.build: expects an array of triangles of shape (T, 3, 3), T >= 1')
     tri_lo, tri_hi = triangles.min(axis=1), triangles.max(axis=1)
     centroids = (tri_lo + tri_hi) / 2
     order = np.arange(len(triangles))
-    lo, hi, first, count, miss = [], [], [], [], []
+    nodes = {k: [] for k in ('lo', 'hi', 'start', 'end', 'low', 'high', 'axis')}
 
-    def emit(start, end):
-        """Appends the subtree of order[start:end] (in depth-first order)."""
-        node = len(first)
+    def make(start, end):
+        """Builds the subtree of order[start:end]; returns its node."""
+        node = len(nodes['lo'])
         ids = order[start:end]
-        lo.append(tri_lo[ids].min(axis=0))
-        hi.append(tri_hi[ids].max(axis=0))
-        first.append(start)
-        count.append(end - start)
-        miss.append(0)
-        split = None if end - start <= LEAF_SIZE else _best_split(
-            centroids[ids], tri_lo[ids], tri_hi[ids])
-        if split is None and end - start > LEAF_SIZE:
-            split = 'middle'                       # every centroid alike: halve the range
-        if split is not None:
-            if split == 'middle':
-                mid = (start + end) // 2
-            else:
-                axis, k, bins = split
-                left = bins <= k
-                order[start:end] = np.concatenate([ids[left], ids[~left]])
-                mid = start + int(left.sum())
-            first[node], count[node] = 0, 0
-            emit(start, mid)
-            emit(mid, end)
-        miss[node] = len(first)
+        values = dict(lo=tri_lo[ids].min(axis=0), hi=tri_hi[ids].max(axis=0), start=start,
+                      end=end, low=-1, high=-1, axis=-1)
+        for key, v in values.items():
+            nodes[key].append(v)
+        if end - start <= LEAF_SIZE:
+            return node
+        split = _best_split(centroids[ids], tri_lo[ids], tri_hi[ids])
+        if split is None:                            # every centroid alike: halve the range
+            mid, axis = (start + end) // 2, 0
+        else:
+            axis, k, bins = split
+            left = bins <= k
+            order[start:end] = np.concatenate([ids[left], ids[~left]])
+            mid = start + int(left.sum())
+        nodes['axis'][node] = axis
+        nodes['low'][node] = make(start, mid)
+        nodes['high'][node] = make(mid, end)
+        return node
 
-    emit(0, len(triangles))
-    return BVH(np.array(lo, np.float32), np.array(hi, np.float32),
-               np.array(first, np.uint32), np.array(count, np.uint32),
-               np.array(miss, np.uint32), order)
+    make(0, len(triangles))
+    return {k: np.array(v) for k, v in nodes.items()}, order
+
+
+def _layout(nodes, order, octant):
+    """The depth-first layout (a BVH) in which each interior node's first child is the one
+    that rays of direction octant `octant` (bit k set: negative along axis k) meet first:
+    the low side of its split where the direction along the split axis is positive."""
+    sequence, miss = [], {}
+
+    def visit(node):
+        sequence.append(node)
+        if nodes['axis'][node] >= 0:
+            first, second = nodes['low'][node], nodes['high'][node]
+            if octant >> nodes['axis'][node] & 1:
+                first, second = second, first
+            visit(first)
+            visit(second)
+        miss[node] = len(sequence)
+
+    visit(0)
+    leaf = nodes['axis'][sequence] < 0
+    start = nodes['start'][sequence]
+    return BVH(nodes['lo'][sequence].astype(np.float32), nodes['hi'][sequence].astype(np.float32),
+               np.where(leaf, start, 0).astype(np.uint32),
+               np.where(leaf, nodes['end'][sequence] - start, 0).astype(np.uint32),
+               np.array([miss[k] for k in sequence], np.uint32), order)
+
+
+def build(triangles, octant=0):
+    """The BVH of triangles (T, 3, 3) (T >= 1), laid out for rays of direction octant
+    `octant` (see _layout), whose corners the kernels read as float32: the bounds are those
+    of the float32 corners, exact in float32."""
+    return _layout(*_tree(triangles), octant)
+
+
+def build_octants(triangles):
+    """The BVH of triangles laid out for each of the 8 direction octants (one hierarchy:
+    the same nodes, leaves and triangle order, in 8 orders)."""
+    nodes, order = _tree(triangles)
+    return [_layout(nodes, order, octant) for octant in range(8)]

@@ -76,20 +76,26 @@ class Accel:
     """The BVH of triangles (T, 3, 3), in pbc arrays that the traversal kernels read."""
 
     def __init__(self, triangles):
-        tree = _bvh.build(triangles)
+        trees = _bvh.build_octants(triangles)
+        tree = trees[0]
         t = np.asarray(triangles, dtype=np.float32)[tree.order]
-        if len(t) >= 1 << 29 or tree.count.max() >= 8:
+        if len(t) >= 1 << 29 or tree.count.max() >= 8 or 8 * len(tree) >= 1 << 32:
             raise ValueError('Accel: at most 2^29 triangles, fewer than 8 per leaf')
         self.nodes = len(tree)
         # Traversal gathers the data of nodes and triangles two 32-bit values at a time,
         # from arrays of 64-bit words: a gather costs about the same per element whatever
         # its size (AO, 16 rays per pixel: 313 -> 242 ms against gathers of single values).
         # A node: its bounds in three words, then its first triangle and triangle count
-        # (3 bits, 0 for interior nodes) in one half and its miss link in the other.
-        lo, hi = tree.lo, tree.hi
+        # (3 bits, 0 for interior nodes) in one half and its miss link in the other. The
+        # hierarchy is stored once per direction octant, each copy with the children that
+        # such rays meet first first (see bvh._layout): a ray finds near hits early, and
+        # skips what lies beyond them.
+        lo, hi = (np.concatenate([getattr(b, k) for b in trees]) for k in ('lo', 'hi'))
+        first, count, miss = (np.concatenate([getattr(b, k) for b in trees])
+                              for k in ('first', 'count', 'miss'))
         self.node_data = (_pack(lo[:, 0], lo[:, 1]), _pack(lo[:, 2], hi[:, 0]),
                           _pack(hi[:, 1], hi[:, 2]),
-                          _pack(tree.first | (tree.count << np.uint32(29)), tree.miss))
+                          _pack(first | (count << np.uint32(29)), miss))
         # A triangle: its nine corner coordinates, v0.x v0.y | v0.z v1.x | ... | v2.z.
         c = t.reshape(len(t), 9)
         self.tri_data = tuple(_pack(c[:, 2 * j], c[:, min(2 * j + 1, 8)]) for j in range(5))
@@ -143,14 +149,16 @@ class Accel:
                          for c in (d.x, d.y, d.z)))
         inv_d = 1.0 / safe
 
+        octant = UInt32(d.x < 0) | (UInt32(d.y < 0) << 1) | (UInt32(d.z < 0) << 2)
+        base = octant * self.nodes                # this ray's copy of the hierarchy
         node, end = UInt32(0), UInt32(self.nodes)
         best, b1, b2 = UInt32(NO_HIT), Float(0), Float(0)
         while pbc.hint(node < end, mode=mode, label='bvh'):
             # Slab test of the node's box against [0, t_max).
-            lox, loy = _words(Float, self.node_data[0], node)
-            loz, hix = _words(Float, self.node_data[1], node)
-            hiy, hiz = _words(Float, self.node_data[2], node)
-            meta, miss = _words(UInt32, self.node_data[3], node)
+            lox, loy = _words(Float, self.node_data[0], base + node)
+            loz, hix = _words(Float, self.node_data[1], base + node)
+            hiy, hiz = _words(Float, self.node_data[2], base + node)
+            meta, miss = _words(UInt32, self.node_data[3], base + node)
             t0 = (Array3f(lox, loy, loz) - o) * inv_d
             t1 = (Array3f(hix, hiy, hiz) - o) * inv_d
             # (no NaN: inv_d is finite, and so are the bounds and origins)
