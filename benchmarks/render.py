@@ -33,8 +33,12 @@ def _pbc_ao(size, spp):
     sys.path.insert(0, os.path.join(ROOT, 'samples'))
     from renderer import ao, scene
 
+    return _renders(ao.AmbientOcclusion(scene.load(SCENE)), size, spp)
+
+
+def _renders(integrator, size, spp):
+    """A function rendering with the integrator of pbc's sample renderer."""
     import pbc
-    integrator = ao.AmbientOcclusion(scene.load(SCENE))
 
     def render():
         image = integrator.render(size, size, spp)
@@ -93,14 +97,7 @@ def _pbc_path(size, spp):
     sys.path.insert(0, os.path.join(ROOT, 'samples'))
     from renderer import path, scene
 
-    import pbc
-    tracer = path.PathTracer(scene.load(SCENE), max_depth=8, rr_depth=5)
-
-    def render():
-        image = tracer.render(size, size, spp)
-        pbc.eval(image)
-        return image.numpy()
-    return render
+    return _renders(path.PathTracer(scene.load(SCENE), max_depth=8, rr_depth=5), size, spp)
 
 
 def _mitsuba_path(size, spp):

@@ -201,6 +201,25 @@ def test_rays_along_shared_edges_do_not_pass(accel):
 
 # ---- ambient occlusion -------------------------------------------------------------------
 
+def cosine_hemisphere(u1, u2):
+    x, y = 2 * u1 - 1, 2 * u2 - 1
+    first = np.abs(x) > np.abs(y)
+    r = np.where(first, x, y)
+    safe = np.where(r == 0, 1, r)
+    phi = np.where(first, np.pi / 4 * y / safe, np.pi / 2 - np.pi / 4 * x / safe)
+    lx, ly = r * np.cos(phi), r * np.sin(phi)
+    return lx, ly, np.sqrt(np.maximum(1 - lx * lx - ly * ly, 0))
+
+
+def world(n, lx, ly, lz):
+    sign = np.copysign(1, n[:, 2])
+    a = -1 / (sign + n[:, 2])
+    b = n[:, 0] * n[:, 1] * a
+    s = np.stack([1 + sign * n[:, 0] ** 2 * a, sign * b, -sign * n[:, 0]], axis=1)
+    t = np.stack([b, sign + n[:, 1] ** 2 * a, -n[:, 1]], axis=1)
+    return s * lx[:, None] + t * ly[:, None] + n * lz[:, None]
+
+
 def numpy_ao(sc, w, h, spp):
     """The AO of scene.json's definition in NumPy (float64 geometry, brute-force rays),
     with the random numbers of the reference PCG32 streams that the renderer uses."""
@@ -219,19 +238,7 @@ def numpy_ao(sc, w, h, spp):
     for _ in range(spp):
         u1 = np.array([(r.next() >> 9) * 2.0**-23 for r in refs])
         u2 = np.array([(r.next() >> 9) * 2.0**-23 for r in refs])
-        x, y = 2 * u1 - 1, 2 * u2 - 1
-        first = np.abs(x) > np.abs(y)
-        r = np.where(first, x, y)
-        safe = np.where(r == 0, 1, r)
-        phi = np.where(first, np.pi / 4 * y / safe, np.pi / 2 - np.pi / 4 * x / safe)
-        lx, ly = r * np.cos(phi), r * np.sin(phi)
-        lz = np.sqrt(np.maximum(1 - lx * lx - ly * ly, 0))
-        sign = np.copysign(1, n[:, 2])
-        a = -1 / (sign + n[:, 2])
-        b = n[:, 0] * n[:, 1] * a
-        s = np.stack([1 + sign * n[:, 0] ** 2 * a, sign * b, -sign * n[:, 0]], axis=1)
-        tt = np.stack([b, sign + n[:, 1] ** 2 * a, -n[:, 1]], axis=1)
-        dirs = s * lx[:, None] + tt * ly[:, None] + n * lz[:, None]
+        dirs = world(n, *cosine_hemisphere(u1, u2))
         ts, _ = intersect.brute_force(sc.triangles, origin[hit], dirs[hit])
         free[hit] += ts >= sc.ao['ray_length']
     return np.where(hit, free / spp, 0)
@@ -268,25 +275,6 @@ class Streams:
     def draw(self, mask):
         return np.array([(r.next() >> 9) * 2.0**-23 if m else 0.0
                          for r, m in zip(self.refs, mask)])
-
-
-def cosine_hemisphere(u1, u2):
-    x, y = 2 * u1 - 1, 2 * u2 - 1
-    first = np.abs(x) > np.abs(y)
-    r = np.where(first, x, y)
-    safe = np.where(r == 0, 1, r)
-    phi = np.where(first, np.pi / 4 * y / safe, np.pi / 2 - np.pi / 4 * x / safe)
-    lx, ly = r * np.cos(phi), r * np.sin(phi)
-    return lx, ly, np.sqrt(np.maximum(1 - lx * lx - ly * ly, 0))
-
-
-def world(n, lx, ly, lz):
-    sign = np.copysign(1, n[:, 2])
-    a = -1 / (sign + n[:, 2])
-    b = n[:, 0] * n[:, 1] * a
-    s = np.stack([1 + sign * n[:, 0] ** 2 * a, sign * b, -sign * n[:, 0]], axis=1)
-    t = np.stack([b, sign + n[:, 1] ** 2 * a, -n[:, 1]], axis=1)
-    return s * lx[:, None] + t * ly[:, None] + n * lz[:, None]
 
 
 def numpy_path(sc, w, h, spp, max_depth=8, rr_depth=5):
