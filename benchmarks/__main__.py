@@ -1,9 +1,9 @@
-"""python -m benchmarks SUITE [SUITE...] (suites: core, loops, dispatch, callopt, ad, render)."""
+"""python -m benchmarks SUITE [SUITE...]: core, loops, dispatch, callopt, ad, render, paper."""
 
 import importlib
 import sys
 
-SUITES = ('core', 'loops', 'dispatch', 'callopt', 'ad', 'render')
+SUITES = ('core', 'loops', 'dispatch', 'callopt', 'ad', 'render', 'paper')
 
 
 def main(argv):

@@ -1,0 +1,160 @@
+"""The paper's ablation on primal path tracing: the sample renderer's path tracer
+(samples/renderer/path.py) on the Cornell box, from a wavefront baseline (loops and calls
+evaluated: a kernel per loop iteration and per call target, every optimization off) to the
+megakernel, turning on one feature of the JIT at a time in the order of the paper's figure:
+
+    a  wavefront baseline          e  + call optimizations (OptimizeCalls)
+    b  + constant propagation      f  + value numbering
+    c  + calls as subroutines      g  + loops traced into the kernel (SymbolicLoops)
+    d  + subroutine deduplication  h  + loop optimizations (OptimizeLoops)
+       (MergeFunctions)
+
+For each step, in a fresh process with an empty kernel cache: the kernels launched and their
+IR operations (the paper's table of kernel sizes), tracing, compile and run times of the
+first render and the warm render time, peak memory, and the call statistics of kernel
+assembly (call targets, those merged, call inputs and outputs removed, loop state removed).
+Prints a table and writes it as Markdown, with a stacked-bar plot of the times when
+matplotlib is installed, to PBC_PAPER_OUT (default: the current directory).
+
+    python -m benchmarks paper           # 256 x 256 pixels, 4 paths per pixel
+    PBC_PAPER_SIZE=128 PBC_PAPER_SPP=2 python -m benchmarks paper
+
+(The same ablation for Path Replay Backpropagation follows the derivatives of loops and
+calls.)
+"""
+
+import json
+import os
+import sys
+import time
+
+from benchmarks import ROOT, cpu_model, run_child
+
+FLAGS = ('ConstantPropagation', 'ValueNumbering', 'SymbolicLoops', 'SymbolicCalls',
+         'OptimizeCalls', 'MergeFunctions', 'OptimizeLoops')
+STEPS = [('a', 'wavefront baseline', ()),
+         ('b', '+ constant propagation', ('ConstantPropagation',)),
+         ('c', '+ calls as subroutines', ('SymbolicCalls',)),
+         ('d', '+ subroutine deduplication', ('MergeFunctions',)),
+         ('e', '+ call optimizations', ('OptimizeCalls',)),
+         ('f', '+ value numbering', ('ValueNumbering',)),
+         ('g', '+ loop tracing', ('SymbolicLoops',)),
+         ('h', '+ loop optimizations', ('OptimizeLoops',))]
+STATS = ('call_targets', 'call_targets_merged', 'call_inputs_removed', 'call_outputs_removed',
+         'loop_state_removed')
+
+
+def flags_of(step):
+    """The JIT flags turned on at a step: those of every step up to it."""
+    on = set()
+    for key, _, flags in STEPS:
+        on.update(flags)
+        if key == step:
+            return on
+    raise ValueError(f'no step {step!r}')
+
+
+def child(step, size, spp):
+    sys.path.insert(0, os.path.join(ROOT, 'samples'))
+    from renderer import path, scene
+
+    import pbc
+    on = flags_of(step)
+    for name in FLAGS:
+        pbc.set_flag(getattr(pbc.JitFlag, name), name in on)
+    tracer = path.PathTracer(scene.load(os.path.join(ROOT, 'samples', 'scenes', 'cornell')))
+    pbc.eval(pbc.arange(pbc.llvm.Float, 10) * 0.5)        # one-time LLVM setup, untimed
+    pbc.set_flag(pbc.JitFlag.KernelHistory, True)
+    pbc.kernel_history_clear()
+    t0 = time.perf_counter()
+    image = tracer.render(size, size, spp)
+    pbc.eval(image)
+    t2 = time.perf_counter()
+    hist = pbc.kernel_history()
+    pbc.set_flag(pbc.JitFlag.KernelHistory, False)
+    compile_time = sum(k['codegen_time'] + k['backend_time'] for k in hist)
+    run_time = sum(k['execution_time'] for k in hist)
+    out = dict(kernels=len(hist), ir_ops=sum(k['ir_ops'] for k in hist),
+               first=t2 - t0, compile=compile_time, run=run_time,
+               trace=max(t2 - t0 - compile_time - run_time, 0.0),
+               peak_memory=pbc._runtime.memory_usage()[1],
+               mean=float(image.numpy().mean()),
+               **{s: sum(k.get(s, 0) for k in hist) for s in STATS})
+    t0 = time.perf_counter()
+    pbc.eval(tracer.render(size, size, spp))
+    out['warm'] = time.perf_counter() - t0
+    return out
+
+
+def main():
+    t0 = time.perf_counter()
+    size = int(os.environ.get('PBC_PAPER_SIZE', '256'))
+    spp = int(os.environ.get('PBC_PAPER_SPP', '4'))
+    print(f'pbc: the paper\'s ablation, primal path tracing of the Cornell box, {size}x{size} '
+          f'pixels, {spp} paths per pixel, on {cpu_model()} ({os.cpu_count()} CPUs)')
+    header = ('step', 'kernels', 'IR ops', 'trace ms', 'compile ms', 'run ms', 'first ms',
+              'warm ms', 'peak MiB', 'targets', 'merged', 'inputs -', 'outputs -',
+              'loop state -')
+    rows = []
+    for key, label, _ in STEPS:
+        r = run_child('paper', key, str(size), str(spp))
+        if 'error' in r:
+            print(f'  {key} {label}: {r["error"]}')
+            continue
+        rows.append((key, label, r))
+        print(f'  {key} {label:<28} {r["kernels"]:>6} kernels {r["ir_ops"]:>8} IR ops  '
+              f'first {r["first"] * 1e3:8.0f} ms  warm {r["warm"] * 1e3:8.0f} ms  '
+              f'peak {r["peak_memory"] / 2**20:7.1f} MiB', flush=True)
+    if len(rows) == len(STEPS):
+        a, h = rows[0][2], rows[-1][2]
+        print(f'  megakernel (h) against the wavefront baseline (a), warm: '
+              f'{a["warm"] / h["warm"]:.1f}x faster, '
+              f'{a["peak_memory"] / max(h["peak_memory"], 1):.1f}x less peak memory')
+    out = os.environ.get('PBC_PAPER_OUT', '.')
+    lines = [f'Primal path tracing of the Cornell box, {size}x{size} pixels, {spp} paths per '
+             f'pixel, {cpu_model()} ({os.cpu_count()} CPUs)', '',
+             '| ' + ' | '.join(header) + ' |', '|' + '---|' * len(header)]
+    for key, label, r in rows:
+        lines.append('| ' + ' | '.join([
+            f'{key} {label}', str(r['kernels']), str(r['ir_ops']),
+            *(f'{r[k] * 1e3:.0f}' for k in ('trace', 'compile', 'run', 'first', 'warm')),
+            f'{r["peak_memory"] / 2**20:.1f}', *(str(r[s]) for s in STATS)]) + ' |')
+    path = os.path.join(out, 'paper_ablation.md')
+    with open(path, 'w') as f:
+        f.write('\n'.join(lines) + '\n')
+    print(f'  table: {path}')
+    _plot(rows, os.path.join(out, 'paper_ablation.png'))
+    print(f'total {time.perf_counter() - t0:.1f} s')
+
+
+def _plot(rows, path):
+    """Bars of trace, compile and run time (of the first render) and the warm render time
+    per step, side by side on a log scale."""
+    try:
+        import matplotlib
+        matplotlib.use('Agg')
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print('  (matplotlib is not installed: no plot)')
+        return
+    fig, ax = plt.subplots(figsize=(9, 4))
+    parts = ('trace', 'compile', 'run', 'warm')
+    width = 0.8 / len(parts)
+    for j, part in enumerate(parts):
+        ax.bar([k + (j - 1.5) * width for k in range(len(rows))],
+               [max(r[part] * 1e3, 0.01) for _, _, r in rows], width, label=part)
+    ax.set_xticks(range(len(rows)), [f'{key}' for key, _, _ in rows])
+    ax.set_yscale('log')
+    ax.set_ylabel('ms')
+    ax.set_title('Primal path tracing: from wavefront (a) to megakernel (h)')
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    print(f'  plot: {path}')
+
+
+if __name__ == '__main__':
+    if sys.argv[1:2] == ['child']:
+        print(json.dumps(child(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]))))
+    else:
+        main()
