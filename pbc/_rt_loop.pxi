@@ -329,3 +329,46 @@ def masks_restore(list saved):
     mask_stack.clear()
     for m in saved:
         mask_stack.push_back(m)
+
+
+# ---- evaluated loops: the outside values a body reads -----------------------------------------
+def serial_now():
+    """The creation serial the next variable gets (see outside_reads)."""
+    return serial_counter
+
+def outside_reads(list roots, uint32_t since):
+    """The unevaluated variables created before serial `since` that variables created since
+    read directly, among everything `roots` (variable ids, 0 skipped) and the queued side
+    effects depend on: for an
+    evaluated loop, the values from outside its body that the body reads. Evaluated once,
+    they are read from memory by the later iterations' kernels instead of computed again in
+    each (a loop reading the result of a symbolic call: once per iteration). Only nodes
+    outside recorded loop bodies and calls, which are not values of their own."""
+    cdef vector[uint32_t] order
+    cdef uint32_t r, i, j, span = serial_counter - since
+    cdef int k
+    cdef Var* v
+    cdef Var* w
+    begin_traversal()
+    for r in roots:
+        if r:
+            postorder(r, order, <size_t> -1)
+    for r in side_effects:
+        postorder(r, order, <size_t> -1)
+    found, seen = [], set()
+    for i in order:
+        v = &vars[i]
+        if <uint32_t> (v.serial - since) >= span or v.op == OP_PTR:
+            continue                            # (made before `since`; a pointer's target)
+        deps = [v.dep[k] for k in range(4) if v.dep[k]]
+        if v.flags & F_EXTRA:
+            deps += list(extra_deps[i])
+        for j in deps:
+            w = &vars[j]
+            if <uint32_t> (w.serial - since) < span or w.op == OP_DATA or \
+                    w.op == OP_LITERAL or w.op == OP_COUNTER or w.op == OP_PTR or \
+                    node_scope(j) or j in seen:
+                continue
+            seen.add(j)
+            found.append(j)
+    return found

@@ -678,3 +678,27 @@ def test_width_errors_name_the_variable(mode):
     with pytest.raises(RuntimeError, match="the type of state variable 'i' changed from UInt32"):
         pbc.while_loop((UInt32(5),), lambda i: i < 10, lambda i: (None,), labels=('i',),
                        mode=mode)
+
+
+def test_evaluated_loop_computes_what_its_body_reads_from_outside_once():
+    # The body reads `heavy`, a long computation traced before the loop: it is evaluated
+    # with the first iteration, and the later iterations' kernels read it from memory.
+    x = pbc.arange(Float, N) * 0.01
+    heavy, ref = x, np.arange(N, dtype=np.float32) * np.float32(0.01)
+    for _ in range(40):
+        heavy = pbc.sin(heavy) * 1.01 + 0.1
+        ref = np.sin(ref) * np.float32(1.01) + np.float32(0.1)
+    small = Float(2.0) * 3.0          # (folded to a literal: nothing to evaluate)
+
+    def body(i, acc):
+        return i + 1, acc + heavy * small
+
+    pbc.kernel_history_clear()
+    with pbc.scoped_set_flag(pbc.JitFlag.KernelHistory, True):
+        i, acc = pbc.while_loop((UInt32(0), Float(0.0)), lambda i, acc: i < 6, body,
+                                mode='evaluated')
+        pbc.eval(acc)
+        ops = [k['ir_ops'] for k in pbc.kernel_history()]
+    np.testing.assert_allclose(acc.numpy(), 36 * ref, rtol=1e-5)
+    assert len(ops) >= 6 and max(ops) > 400       # (the first holds the 40 sines)
+    assert max(ops[-5:]) < 30                    # the others read `heavy` from memory
