@@ -339,11 +339,11 @@ def serial_now():
 def outside_reads(list roots, uint32_t since):
     """The unevaluated variables created before serial `since` that variables created since
     read directly, among everything `roots` (variable ids, 0 skipped) and the queued side
-    effects depend on: for an
-    evaluated loop, the values from outside its body that the body reads. Evaluated once,
-    they are read from memory by the later iterations' kernels instead of computed again in
-    each (a loop reading the result of a symbolic call: once per iteration). Only nodes
-    outside recorded loop bodies and calls, which are not values of their own."""
+    effects depend on: for an evaluated loop, the values from outside its body that the
+    body reads. Evaluated once, they are read from memory by the later iterations' kernels
+    instead of computed again in each (a loop reading the result of a symbolic call: once
+    per iteration). Only nodes outside recorded loop bodies and calls, which are not
+    values of their own."""
     cdef vector[uint32_t] order
     cdef uint32_t r, i, j, span = serial_counter - since
     cdef int k

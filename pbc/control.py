@@ -311,16 +311,12 @@ def _evaluated_loop(state, cond, body, names, c, strict):
     Bool = type(c)
     outer = _runtime.mask_top(Bool)
     active = None
-    outside = []                # values from before the loop that its body reads
     first = True
     while True:
         if outer is not None:
             c = c & outer
         if active is not None:
             c = c & active
-        for i in outside:       # (with the first iteration's state: then read from memory)
-            _runtime.schedule(i)
-        outside = []
         _eval(c, state)
         if not _any(c)[0]:
             # (state no iteration changed ends as it started: the caller's array)
@@ -352,15 +348,16 @@ def _evaluated_loop(state, cond, body, names, c, strict):
                            for a, b in zip(old_arrays, new_arrays)])
         active = c
         c = _condition(call_user(cond, state, W, 'loop condition'), W)
-        if first:
-            # Values computed before the loop that the body reads would otherwise be
-            # computed again in every iteration's kernel: they are evaluated once, with
-            # the first iteration.
-            outside = _runtime.outside_reads([a.index for a in flatten(state)[0]]
-                                             + [c.index], since)
-            first = False
         if not isinstance(c, ArrayBase):
             raise StateError('pbc.while_loop: the condition must stay a Bool array')
+        if first:
+            # Values traced before the loop that the body reads would be computed again in
+            # every iteration's kernel: they are evaluated once, with the first iteration's
+            # state (the queue holds them until then).
+            for i in _runtime.outside_reads([a.index for a in flatten(state)[0]] + [c.index],
+                                            since):
+                _runtime.schedule(i)
+            first = False
 
 
 _COMPRESSED = (' (with compress=True, each iteration runs on just the lanes still in the '
