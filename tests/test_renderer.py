@@ -590,3 +590,33 @@ def test_path_tracing_converges(tracer):
            for spp in (16, 256)]
     assert err[1] < 0.55 * err[0]
     assert err[1] < 0.1
+
+
+def test_scene_loader_names_what_it_cannot_read(tmp_path):
+    import json
+    import shutil
+    src = scene.SCENES / 'cornell'
+    base = json.loads((src / 'scene.json').read_text())
+    cases = [(lambda d: d['materials']['red'].update(type='conductor'), "type 'conductor'"),
+             (lambda d: d['meshes'][0].update(material='gold'), 'unknown material'),
+             (lambda d: d['emitters'][0].update(type='point'), "type 'point'"),
+             (lambda d: d['camera'].update(fov_axis='y'), 'fov_axis')]
+    for change, message in cases:
+        shutil.rmtree(tmp_path / 's', ignore_errors=True)
+        shutil.copytree(src, tmp_path / 's')
+        desc = json.loads(json.dumps(base))
+        change(desc)
+        (tmp_path / 's' / 'scene.json').write_text(json.dumps(desc))
+        with pytest.raises(ValueError, match=message):
+            scene.load(tmp_path / 's')
+    # A scene elsewhere loads by its path; one without emitters cannot be path traced.
+    shutil.rmtree(tmp_path / 's')
+    shutil.copytree(src, tmp_path / 's')
+    desc = json.loads(json.dumps(base))
+    desc['emitters'] = []
+    (tmp_path / 's' / 'scene.json').write_text(json.dumps(desc))
+    dark = scene.load(tmp_path / 's')
+    assert len(dark.triangles) == 1304 and not dark.emitters
+    from renderer import path
+    with pytest.raises(ValueError, match='no emitter'):
+        path.PathTracer(dark)
