@@ -6,8 +6,10 @@ and the node after a whole subtree is where traversal continues once that subtre
 or skipped, its *miss link* (Smits, "Efficiency issues for ray tracing", 1998). A ray then
 needs no stack: at node i it goes to i + 1 if it hits an interior node's box, and to
 miss[i] otherwise (or after testing a leaf's triangles); miss[root] is the node count, the
-end. The price is a fixed order of children, not nearest first; the lanes of a SIMD vector,
-which each follow their own path, gain more from the small loop state.
+end. The price is an order of children fixed in advance rather than chosen per ray:
+build_octants lays the hierarchy out once per octant of ray directions, each with the child
+that such rays meet first first. The lanes of a SIMD vector, which each follow their own
+path, gain more from the small loop state.
 """
 
 from dataclasses import dataclass
