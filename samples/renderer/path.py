@@ -91,14 +91,15 @@ class PathTracer:
         """(a point on an emitter, its normal, its emitter): an emitter chosen in proportion
         to its area (u_choice, reused within it), then a uniform point on it. The density
         per unit area is 1 / total_area."""
-        index, lo = UInt32(0), Float(0.0)
+        cdf = [float(c) for c in self.emitter_cdf]
+        index, lo, hi = UInt32(0), Float(0.0), Float(cdf[0])
         u_within = u_choice
-        for k in range(1, len(self.emitters)):          # (few emitters: selects)
-            past = u_choice >= float(self.emitter_cdf[k - 1])
+        for k in range(1, len(cdf)):                    # (few emitters: selects)
+            past = u_choice >= cdf[k - 1]
             index = pbc.select(past, k, index)
-            lo = pbc.select(past, float(self.emitter_cdf[k - 1]), lo)
-        if len(self.emitters) > 1:
-            hi = pbc.gather(Float, Float(self.emitter_cdf.astype(np.float32)), index)
+            lo = pbc.select(past, cdf[k - 1], lo)
+            hi = pbc.select(past, cdf[k], hi)
+        if len(cdf) > 1:
             u_within = (u_choice - lo) / (hi - lo)
         emitter = pbc.gather(Ptr[Emitter], self.emitter_table, index)
         q, nq = emitter.sample_position(u_within, u)
