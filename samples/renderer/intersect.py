@@ -79,8 +79,10 @@ class Accel:
         trees = _bvh.build_octants(triangles)
         tree = trees[0]
         t = np.asarray(triangles, dtype=np.float32)[tree.order]
-        if len(t) >= 1 << 29 or tree.count.max() >= 8 or 8 * len(tree) >= 1 << 32:
-            raise ValueError('Accel: at most 2^29 triangles, fewer than 8 per leaf')
+        # (node ids of the 8 copies, below 2 * 8 * triangles, must fit in 32 bits; a leaf's
+        # count in 3)
+        if len(t) >= 1 << 28 or tree.count.max() >= 8:
+            raise ValueError('Accel: at most 2^28 triangles, fewer than 8 per leaf')
         self.nodes = len(tree)
         # Traversal gathers the data of nodes and triangles two 32-bit values at a time,
         # from arrays of 64-bit words: a gather costs about the same per element whatever
