@@ -147,12 +147,14 @@ def child(name, lib='pbc'):
     t0 = time.perf_counter()
     image = render(L, ptrs.sample, u0)
     m.eval(image)
+    m.sync_thread()
     first = time.perf_counter() - t0
     rec = m.kernel_history()[-1]
     warm = []
     for _ in range(WARM_REPEAT):                    # warm: the kernel comes from the cache
         t0 = time.perf_counter()
         m.eval(render(L, ptrs.sample, u0))
+        m.sync_thread()
         warm.append(time.perf_counter() - t0)
     return dict(rec, first=first, warm=min(warm),
                 checksum=float(np.sum(image.numpy(), dtype=np.float64)))

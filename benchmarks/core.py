@@ -45,6 +45,7 @@ def timed_eval(build):
     out = build()
     t1 = time.perf_counter()
     pbc.eval(out)
+    pbc.sync_thread()                    # (launches return while the kernel runs)
     t2 = time.perf_counter()
     return t1 - t0, t2 - t1, last_kernel()
 
@@ -142,6 +143,7 @@ def bench_bandwidth():
     def saxpy():
         z = 2.5 * x + y
         pbc.eval(z)
+        pbc.sync_thread()
         execs.append(last_kernel()['execution_time'])
 
     faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
@@ -173,7 +175,8 @@ def bench_transcendentals():
             continue
         x = Float(xs)
         pbc.eval(x)
-        t_pbc = median_time(lambda: pbc.eval(fn(x)), repeat=5, warmup=1)  # noqa: B023
+        t_pbc = median_time(lambda: (pbc.eval(fn(x)), pbc.sync_thread()),  # noqa: B023
+                            repeat=5, warmup=1)
         np_fn = getattr(np, name)
         t_np = median_time(lambda: np_fn(xs), repeat=5, warmup=1)  # noqa: B023
         row(f'pbc.{name} / np.{name} / speedup',
@@ -192,6 +195,7 @@ def bench_loop():
         for _ in range(k):
             x = (x + 1) ^ x
         pbc.eval(x)
+        pbc.sync_thread()
 
     def run_np(k):
         x = xs

@@ -43,7 +43,7 @@ def _renders(integrator, size, spp):
     def render():
         image = integrator.render(size, size, spp)
         pbc.eval(image)
-        return image.numpy()
+        return image.numpy()                 # (waits for the kernel)
     return render
 
 

@@ -14,7 +14,10 @@
 #ifdef __AVX512F__
 #include <immintrin.h>
 
-#define PBC_PART_SIMD_KEYS 16
+/* (the scalar passes cost the same for any number of keys, and from 16 keys on less than
+   these: 10^6 lanes, 2 threads of AMD Zen 5, 8 keys 0.65 ms either way, 16 keys 1.2 against
+   0.67 ms) */
+#define PBC_PART_SIMD_KEYS 8
 
 static inline __mmask16 pbc_part_valid(int64_t k, int64_t hi) {
     return hi - k >= 16 ? (__mmask16) 0xFFFF : (__mmask16) ((1u << (hi - k)) - 1);

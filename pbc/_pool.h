@@ -9,6 +9,13 @@
  * caller likewise polls briefly for the blocks that workers are finishing before it sleeps.
  * Sleeping workers do not compete with the Python thread that keeps tracing.
  *
+ * A job may also be posted asynchronously (kernel launches): the caller returns at once and
+ * the workers run it while the caller goes on (tracing the next kernel). At most one job is
+ * in flight, like a stream of depth one: posting the next job, or pbc_pool_join, first
+ * finishes it, the caller working on its remaining blocks. The caller's own thread counts
+ * as one of the job's threads, so an asynchronous job has one worker fewer than threads
+ * until the caller joins it, and a busy core is never shared by a worker and the tracing.
+ *
  * Posting and joining a job take no lock: on a machine of many cores, workers that each
  * had to pass a mutex to join made a job's start cost more than small kernels run (a
  * 64K-lane kernel on 16 threads: 83 us, now 17 us). The caller publishes the job's fields
@@ -64,6 +71,7 @@ static struct {
     int64_t n, block, nblocks;
     unsigned csr_bits;         /* MXCSR bits set while working on the job */
     int64_t next, done;        /* blocks taken and finished */
+    int in_flight;             /* an asynchronous job is posted and not yet joined */
     int fork_handler;          /* pbc_pool_after_fork is registered */
     uint64_t spawned_at;       /* the generation when the newest workers were started */
 } pbc_pool = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, PTHREAD_COND_INITIALIZER,
@@ -165,6 +173,37 @@ static void *pbc_pool_worker(void *arg) {
     return NULL;
 }
 
+/* Finishes the asynchronous job in flight, if any: works on its remaining blocks, then waits
+ * for the workers' (the caller mutex is held). */
+static void pbc_pool_finish(void) {
+    if (!pbc_pool.in_flight)
+        return;
+    pbc_pool_work(pbc_pool.fn, pbc_pool.params, pbc_pool.n, pbc_pool.block, pbc_pool.nblocks,
+                  pbc_pool.csr_bits);
+    if (!pbc_poll(pbc_job_done, NULL)) {
+        pthread_mutex_lock(&pbc_pool.mu);
+        PBC_STORE(pbc_pool.caller_asleep, 1);
+        while (!pbc_job_done(NULL))
+            pthread_cond_wait(&pbc_pool.finished, &pbc_pool.mu);
+        PBC_STORE(pbc_pool.caller_asleep, 0);
+        pthread_mutex_unlock(&pbc_pool.mu);
+    }
+    PBC_STORE(pbc_pool.in_flight, 0);
+}
+
+/* Waits for the asynchronous job in flight (working on it meanwhile). */
+static void pbc_pool_join(void) {
+    pthread_mutex_lock(&pbc_pool.caller);
+    pbc_pool_finish();
+    pthread_mutex_unlock(&pbc_pool.caller);
+}
+
+/* Whether no asynchronous job is running: none was posted, or its blocks are all done
+ * (then pbc_pool_join returns at once). */
+static int pbc_pool_idle(void) {
+    return !PBC_LOAD(pbc_pool.in_flight) || pbc_job_done(NULL);
+}
+
 /* A forked child has none of the parent's threads, and a worker may have held the lock
  * at the fork: start over with fresh state (workers are started again on demand). */
 static void pbc_pool_after_fork(void) {
@@ -174,6 +213,7 @@ static void pbc_pool_after_fork(void) {
     pthread_cond_init(&pbc_pool.finished, NULL);
     pbc_pool.workers = pbc_pool.allowed = pbc_pool.active = pbc_pool.sleepers = 0;
     pbc_pool.caller_asleep = 0;
+    pbc_pool.in_flight = 0;          /* (the parent joined it before forking) */
     pbc_pool.generation &= ~(uint64_t) 1;
 }
 
@@ -182,7 +222,7 @@ static int pbc_pool_start(int count) {
     int rc = 0;
     pthread_mutex_lock(&pbc_pool.mu);
     if (pbc_pool.workers == 0 && !pbc_pool.fork_handler) {
-        pthread_atfork(NULL, NULL, pbc_pool_after_fork);
+        pthread_atfork(pbc_pool_join, NULL, pbc_pool_after_fork);
         pbc_pool.fork_handler = 1;
     }
     PBC_STORE(pbc_pool.spawned_at, PBC_LOAD(pbc_pool.generation));
@@ -205,21 +245,27 @@ static int pbc_pool_start(int count) {
 }
 
 /* Runs fn over [0, n) in blocks of `block` lanes on up to `threads` threads (the caller is
- * one of them), each with `csr_bits` set in MXCSR meanwhile. Returns 0, or -1 if a worker
- * thread could not be started (the job then still completes on the threads that exist). */
+ * one of them), each with `csr_bits` set in MXCSR meanwhile, after the job in flight. With
+ * `async`, returns once the job is posted (see the top; where there is no worker to run it,
+ * it runs now). Returns 0, or -1 if a worker thread could not be started (the job then
+ * still completes on the threads that exist). */
 static int pbc_pool_run(pbc_fn fn, void *params, int64_t n, int64_t block, int threads,
-                        unsigned csr_bits) {
+                        unsigned csr_bits, int async) {
     int64_t nblocks = (n + block - 1) / block;
     int rc = 0;
-    if (nblocks <= 1 || threads <= 1) {
+    if (threads <= 1 || nblocks < 1)
+        async = 0;
+    pthread_mutex_lock(&pbc_pool.caller);
+    pbc_pool_finish();
+    if (!async && (nblocks <= 1 || threads <= 1)) {
         /* One call per block, as on several threads: callbacks keep state per block. */
         unsigned csr = pbc_csr_set(csr_bits);
         for (int64_t b = 0; b < nblocks; b++)
             fn(b * block, (b + 1) * block < n ? (b + 1) * block : n, params);
         _mm_setcsr(csr);
+        pthread_mutex_unlock(&pbc_pool.caller);
         return 0;
     }
-    pthread_mutex_lock(&pbc_pool.caller);
     if (pbc_pool.workers < threads - 1)
         rc = pbc_pool_start(threads - 1);
     /* Odd: being written. Then wait for the stragglers of the previous job (those that
@@ -245,6 +291,11 @@ static int pbc_pool_run(pbc_fn fn, void *params, int64_t n, int64_t block, int t
         pthread_mutex_lock(&pbc_pool.mu);
         pthread_cond_broadcast(&pbc_pool.wake);
         pthread_mutex_unlock(&pbc_pool.mu);
+    }
+    if (async) {
+        PBC_STORE(pbc_pool.in_flight, 1);
+        pthread_mutex_unlock(&pbc_pool.caller);
+        return rc;
     }
 
     pbc_pool_work(fn, params, n, block, nblocks, csr_bits);

@@ -420,6 +420,7 @@ cdef class ArrayBase:
         if i < 0 or i >= n:
             raise IndexError(f'pbc: index {key} is out of range for an array of size {n}')
         eval_var(self._index)
+        join_launches()
         cdef Var* v = &vars[self._index]
         if v.op == OP_LITERAL:
             return bits_to_python(v.literal, v.vtype)
@@ -546,6 +547,7 @@ cdef uint32_t copy_in(object arr, uint8_t vt, uint8_t backend) except 0:
 
 cdef object to_numpy(ArrayBase a):
     eval_var(a._index)
+    join_launches()
     cdef Var* v = &vars[a._index]
     dtype = NUMPY_DTYPES[v.vtype]
     if v.op == OP_LITERAL:
@@ -641,8 +643,10 @@ def counter(cls, uint32_t size):
     return wrap(cls._backend_code, T_UINT32, counter_var(size, cls._backend_code))
 
 def data_address(ArrayBase a):
-    """Address of the evaluated buffer (evaluates; 0 for literals)."""
+    """Address of the evaluated buffer (evaluates, and waits for the kernel that writes it;
+    0 for literals)."""
     eval_var(a._index)
+    join_launches()
     return <uintptr_t> vars[a._index].data
 
 def make_opaque(ArrayBase a):

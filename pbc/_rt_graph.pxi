@@ -116,6 +116,8 @@ cdef extern from "_pool.h" nogil:
     unsigned pbc_csr_set(unsigned bits)
     void pbc_csr_restore(unsigned csr, uint64_t* result)
     unsigned PBC_FLUSH_CSR
+    void pbc_pool_join()
+    int pbc_pool_idle()
 
 cdef inline unsigned flush_bits() noexcept nogil:
     """The MXCSR bits that float arithmetic runs under now: FTZ and DAZ with
@@ -203,7 +205,7 @@ cdef void* mem_alloc(uint8_t vt, size_t n) except NULL:
         mem_peak = mem_bytes
     return p
 
-cdef void mem_free(void* p, uint8_t vt, size_t n) noexcept:
+cdef void release_buffer(void* p, uint8_t vt, size_t n) noexcept:
     global mem_bytes, cached_bytes
     cdef size_t nb = padded_bytes(vt, n)
     mem_bytes -= nb
@@ -212,6 +214,46 @@ cdef void mem_free(void* p, uint8_t vt, size_t n) noexcept:
         cached_bytes += nb
     else:
         free(p)
+
+# A kernel launch may still run when its launch returns (see launch in _rt_launch.pxi): the
+# memory it reads or writes must then be neither reused nor returned, so buffers freed
+# meanwhile wait in `deferred_frees` until it is joined. Everything that reads or writes
+# memory from the host joins first (join_launches).
+ctypedef struct DeferredFree:
+    void* p
+    uint8_t vt
+    size_t n
+
+cdef bint launch_in_flight = False
+cdef vector[DeferredFree] deferred_frees
+
+cdef void release_deferred() noexcept:
+    """Releases the buffers freed while a launch ran (which has finished)."""
+    global launch_in_flight
+    launch_in_flight = False
+    cdef vector[DeferredFree] pending
+    pending.swap(deferred_frees)
+    for d in pending:
+        release_buffer(d.p, d.vt, d.n)
+
+cdef void join_launches() noexcept:
+    """Waits for the launch in flight, if any (working on it meanwhile), then releases the
+    buffers freed while it ran."""
+    if not launch_in_flight:
+        return
+    with nogil:
+        pbc_pool_join()
+    release_deferred()
+
+cdef void mem_free(void* p, uint8_t vt, size_t n) noexcept:
+    cdef DeferredFree d
+    if launch_in_flight:
+        if not pbc_pool_idle():
+            d.p, d.vt, d.n = p, vt, n
+            deferred_frees.push_back(d)
+            return
+        join_launches()                 # (done: returns at once)
+    release_buffer(p, vt, n)
 
 def flush_malloc_cache():
     """Returns the buffers kept for reuse to the operating system."""

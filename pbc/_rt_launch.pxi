@@ -8,21 +8,41 @@ ctypedef void (*kernel_fn)(int64_t, int64_t, void*) noexcept nogil
 
 cdef extern from "_pool.h" nogil:
     int pbc_pool_run(kernel_fn fn, void* params, int64_t n, int64_t block, int threads,
-                     unsigned csr_bits)
+                     unsigned csr_bits, int asynchronous)
 
 cdef int n_threads = len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') \
     else (os.cpu_count() or 1)
 
-cdef void run_parallel(kernel_fn fn, void* params, int64_t n, int64_t block) except *:
+cdef void run_parallel(kernel_fn fn, void* params, int64_t n, int64_t block,
+                       bint asynchronous=False) except *:
+    """Runs fn over [0, n) on the pool, after the launch in flight (see join_launches).
+    `asynchronous`: returns once posted (launch_in_flight); params must then live until
+    the launch is joined."""
+    global launch_in_flight
     cdef int rc
     if n <= 0:
         return
+    join_launches()
     cdef unsigned csr = flush_bits()
     with nogil:
-        rc = pbc_pool_run(fn, params, n, block, n_threads, csr)
+        rc = pbc_pool_run(fn, params, n, block, n_threads, csr, asynchronous)
+    if asynchronous:
+        launch_in_flight = True
+    elif launch_in_flight:
+        # (another Python thread launched while this one waited without the GIL: the pool
+        # ran that launch to its end before this job)
+        release_deferred()
     if rc != 0:
         import warnings
         warnings.warn('pbc: could not start all worker threads', RuntimeWarning)
+
+def sync():
+    """Waits until the kernel launched last has finished (see pbc.sync_thread)."""
+    join_launches()
+
+def launch_running():
+    """Whether a kernel launched asynchronously is still running (for tests)."""
+    return launch_in_flight and not pbc_pool_idle()
 
 def thread_count():
     return n_threads
@@ -31,6 +51,7 @@ def set_thread_count(int n):
     global n_threads
     if n < 1:
         raise ValueError('pbc.set_thread_count: need at least one thread')
+    join_launches()
     n_threads = n
 
 def schedule(uint32_t i):
@@ -253,6 +274,15 @@ def take_groups():
         groups.append((backend, size, outputs, effects, ids))
     return [i for i in all_roots], groups
 
+def requeue(list roots):
+    """Puts the roots that take_groups() returned back into the queues, with their
+    references: nothing was evaluated."""
+    for i in roots:
+        if vars[<uint32_t> i].vtype == T_VOID:
+            side_effects.push_back(i)
+        else:
+            todo.push_back(i)
+
 def release_roots(list roots):
     """Gives back the queue references; clears the dirty marks of executed scatter targets."""
     cdef uint32_t i, t, k
@@ -346,9 +376,9 @@ def param_values(list sources, list leaves, list buffers):
             out[k] = src[1]
     return out
 
-cdef inline int64_t launch_block(int64_t n) noexcept nogil:
+cdef inline int64_t launch_block(int64_t n, int64_t least) noexcept nogil:
     # Blocks are multiples of 64 lanes (every vector width) with several per thread.
-    return max(<int64_t> 8192, ((n // (n_threads * 8)) + 63) & ~<int64_t> 63)
+    return max(least, ((n // (n_threads * 8)) + 63) & ~<int64_t> 63)
 
 ctypedef struct ManyJob:
     kernel_fn* fns
@@ -372,10 +402,19 @@ cdef void many_cb(int64_t start, int64_t end, void* params) noexcept nogil:
         s = job.start[b]
         job.fns[k](s, min(s + MANY_BLOCK, job.n[k]), job.params[k])
 
-def launch_many(list kernels):
+# The parameter blocks and block table of the launch in flight: they must live until it is
+# joined, and the next launch joins it before it fills them again.
+cdef vector[vector[uint64_t]] flight_words
+cdef vector[kernel_fn] flight_fns
+cdef vector[void*] flight_params
+cdef vector[int64_t] flight_ns, flight_starts
+cdef vector[int32_t] flight_kernel
+cdef ManyJob flight_job
+
+def launch_many(list kernels, bint wait=True):
     """Runs the kernels [(fn, n, params)] as one job of the thread pool (GIL released):
-    threads take blocks of any kernel, and the call returns once all are done. The kernels
-    must not read what the others write.
+    threads take blocks of any kernel. The kernels must not read what the others write.
+    With `wait` False, returns once the job is posted (see launch).
 
     Such kernels are mostly the targets of one evaluated call, each on the lanes that call
     it, which lie all over the caller's arrays in increasing order. Taking the first blocks
@@ -384,36 +423,43 @@ def launch_many(list kernels):
     rather than the last level), and short blocks keep that stretch small: 64 targets
     of 15.6k lanes out of 10^6, 3.6-3.9 -> 3.4 ms (AMD Zen 5, 2 threads)."""
     cdef int count = len(kernels), k
-    cdef vector[vector[uint64_t]] p
-    cdef vector[kernel_fn] fns
-    cdef vector[void*] ptrs
-    cdef vector[int64_t] ns, starts
-    cdef vector[int32_t] which
     cdef int64_t s, most = 0
-    cdef ManyJob job
-    p.resize(count)
+    join_launches()
+    flight_words.resize(count)
+    flight_fns.clear()
+    flight_ns.clear()
+    flight_params.clear()
+    flight_kernel.clear()
+    flight_starts.clear()
     for k in range(count):
         fn, n, params = kernels[k]
-        p[k] = param_words(params)
-        fns.push_back(<kernel_fn> <uintptr_t> fn)
-        ns.push_back(n)
+        flight_words[k] = param_words(params)
+        flight_fns.push_back(<kernel_fn> <uintptr_t> fn)
+        flight_ns.push_back(n)
         most = max(most, <int64_t> n)
     for s in range(0, most, MANY_BLOCK):
         for k in range(count):
-            if s < ns[k]:
-                which.push_back(k)
-                starts.push_back(s)
+            if s < flight_ns[k]:
+                flight_kernel.push_back(k)
+                flight_starts.push_back(s)
     for k in range(count):
-        ptrs.push_back(p[k].data())
-    job.fns, job.params, job.n = fns.data(), ptrs.data(), ns.data()
-    job.kernel, job.start = which.data(), starts.data()
-    run_parallel(many_cb, &job, which.size(), 1)
+        flight_params.push_back(flight_words[k].data())
+    flight_job.fns, flight_job.params, flight_job.n = (flight_fns.data(), flight_params.data(),
+                                                       flight_ns.data())
+    flight_job.kernel, flight_job.start = flight_kernel.data(), flight_starts.data()
+    run_parallel(many_cb, &flight_job, flight_kernel.size(), 1, not wait)
 
-def launch(uintptr_t fn, int64_t n, list params, bint serial=False):
+def launch(uintptr_t fn, int64_t n, list params, bint serial=False, bint wait=True):
     """Runs kernel `fn(start, end, params)` over [0, n) on the thread pool, GIL released;
-    `serial` keeps lane order (kernels that print)."""
-    cdef vector[uint64_t] p = param_words(params)
-    cdef int64_t block = launch_block(n)
+    `serial` keeps lane order (kernels that print). With `wait` False, returns once the job
+    is posted: the kernel runs while the caller goes on tracing, and whatever reads or
+    writes memory from the host, or frees it, waits for it first (join_launches)."""
+    # (launched asynchronously, a kernel is joined by the caller once it has traced the
+    # next: short blocks let it take a fair share of what is left)
+    cdef int64_t block = launch_block(n, 8192 if wait else MANY_BLOCK)
     if serial:
         block = n if n > 0 else 1
-    run_parallel(<kernel_fn> fn, p.data(), n, block)
+    join_launches()
+    flight_words.resize(1)
+    flight_words[0] = param_words(params)
+    run_parallel(<kernel_fn> fn, flight_words[0].data(), n, block, not wait and not serial)

@@ -79,6 +79,7 @@ def gather(cls, ArrayBase source, index, active=True):
     return out
 
 cdef uint32_t copy_var(uint32_t i) except 0:
+    join_launches()
     cdef Var* v = &vars[i]
     cdef void* p = mem_alloc(v.vtype, v.size)
     memcpy(p, v.data, <size_t> v.size * TYPE_SIZE[v.vtype])
@@ -318,6 +319,7 @@ def take_print_rows(list addresses):
     out = []
     cdef PrintSink sink
     cdef uint64_t n
+    join_launches()
     for a in addresses:
         sink = print_sinks.pop(a, None)
         if sink is None or sink.s.count == 0:

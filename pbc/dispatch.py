@@ -21,6 +21,7 @@ from . import _runtime
 from ._runtime import ArrayBase
 from .errors import SizeError, StateError, call_user
 from .evaluate import eval as _eval
+from .evaluate import eval_pending
 from .flags import JitFlag, flag
 from .routines import broadcast_lanes, full, gather, select, zeros
 from .state import working_copy
@@ -558,10 +559,15 @@ def _evaluated(selector, targets, args, flat, what):
     # zeros need to be written first.
     fill = sum(len(lanes) for lanes in groups) < width
     out = first = None
+    # Where the targets' kernels are compiled already (a call made before), each target
+    # launches once traced, and the next one is traced while its kernel runs. Else its
+    # kernel waits to compile with the others of its round.
+    pipelined = True
     for members in _rounds(targets, groups):
         for (_key, fn, obj), lanes in members:
             out, first = _run_on_lanes(fn, obj, flat, lanes, width, Bool, selector, what,
                                        out, first, fill)
+            pipelined = pipelined and eval_pending(compiled_only=True)
         # One evaluation per round: its targets' kernels compile together (see
         # compile_many) and launch back to back.
         _eval(out)

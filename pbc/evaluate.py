@@ -1,6 +1,7 @@
 """eval(): drains the runtime's queues, assembles one Kernel per (backend, size) group,
 compiles it through the backend's caches, launches it, and keeps the kernel history."""
 
+import atexit
 import gc
 import logging
 import time
@@ -33,11 +34,13 @@ def _backend(code):
 _backends = {}
 
 
-def eval_pending():
-    """Runs every scheduled evaluation and queued side effect. Python's cyclic garbage
-    collector waits meanwhile: assembly makes many short-lived tuples, which set off
-    collections that scanned the whole heap (64 `i mod 5` call targets, first call:
-    16-20 -> 14.5 ms); what they leave behind is a few objects, collected later."""
+def eval_pending(compiled_only=False):
+    """Runs every scheduled evaluation and queued side effect; with `compiled_only`, only
+    if every kernel that takes is compiled already (else it leaves the queues as they were
+    and returns False). Python's cyclic garbage collector waits meanwhile: assembly makes
+    many short-lived tuples, which set off collections that scanned the whole heap (64
+    `i mod 5` call targets, first call: 16-20 -> 14.5 ms); what they leave behind is a few
+    objects, collected later."""
     roots, groups = _runtime.take_groups()
     printed = []
     collecting = gc.isenabled()
@@ -46,6 +49,10 @@ def eval_pending():
         summaries = _runtime.group_summaries(groups)
         bits = _runtime.get_flags()
         options = _options(bits)
+        if compiled_only and not _compiled(groups, summaries, options):
+            _runtime.requeue(roots)
+            roots = []
+            return False
         ahead = _compile_ahead(groups, summaries, options) if len(groups) > 1 else {}
         batch = []                  # prepared runs of groups that no other reads from
         try:
@@ -69,6 +76,16 @@ def eval_pending():
     # file it writes to) may use pbc itself.
     for deliver, rows, count in printed:
         deliver(rows, count)
+    return True
+
+
+def _compiled(groups, summaries, options):
+    """Whether a cache holds the kernel of every group (each with a summary now)."""
+    for (code, size, _, _, _), summary in zip(groups, summaries):
+        if summary is None or BACKENDS[code] != 'llvm' or \
+                _backend(code).lookup(_group_key(size, summary[0], options)) is None:
+            return False
+    return True
 
 
 def take_kernels(backend='llvm'):
@@ -85,9 +102,9 @@ def take_kernels(backend='llvm'):
 
 # Flag bits as plain ints: `bits & JitFlag.X` would make an enum member every time.
 (_OPTIMIZE_LOOPS, _MERGE_FUNCTIONS, _OPTIMIZE_CALLS, _FLUSH_DENORMALS, _PRINT_IR,
- _KERNEL_HISTORY) = map(int, (JitFlag.OptimizeLoops, JitFlag.MergeFunctions,
-                              JitFlag.OptimizeCalls, JitFlag.FlushDenormals, JitFlag.PrintIR,
-                              JitFlag.KernelHistory))
+ _KERNEL_HISTORY, _LAUNCH_BLOCKING) = map(int, (
+     JitFlag.OptimizeLoops, JitFlag.MergeFunctions, JitFlag.OptimizeCalls,
+     JitFlag.FlushDenormals, JitFlag.PrintIR, JitFlag.KernelHistory, JitFlag.LaunchBlocking))
 
 
 def _options(bits):
@@ -179,26 +196,32 @@ def _launch(batch, bits):
     """Launches the prepared runs (and empties `batch`): one alone, several as one job of
     the thread pool, whose threads take blocks of any of them, so that none waits at the
     end of each kernel for the others (they read nothing the others write: see
-    eval_pending). Their outputs become evaluated; returns what their prints captured."""
+    eval_pending). Their outputs become evaluated; returns what their prints captured.
+
+    The launch returns before the kernels finish (as in the paper: tracing goes on while
+    they run), but where their prints are to be delivered, their times recorded
+    (KernelHistory, debug logging) or LaunchBlocking asks for it."""
     if not batch:
         return []
     runs = list(batch)
     batch.clear()
+    history = bool(bits & _KERNEL_HISTORY)
+    recorded = history or config.DEBUG
+    wait = recorded or bool(bits & _LAUNCH_BLOCKING)
     t0 = time.perf_counter()
     try:
         if len(runs) == 1:
             run = runs[0]
-            run.be.launch(run.entry.address, run.size, run.values, serial=run.entry.prints)
+            run.be.launch(run.entry.address, run.size, run.values, serial=run.entry.prints,
+                          wait=wait)
         else:
             runs[0].be.launch_many([(run.entry.address, run.size, run.values)
-                                    for run in runs])
+                                    for run in runs], wait=wait)
     except BaseException:
         for run in runs:
             run.free()
         raise
     elapsed = time.perf_counter() - t0
-    history = bool(bits & _KERNEL_HISTORY)
-    recorded = history or config.DEBUG
     lanes = sum(run.size for run in runs) if recorded else 0
     printed = []
     for run in runs:
@@ -253,8 +276,9 @@ def kernel_history_clear():
 
 
 def sync_thread():
-    """Waits for launched kernels. CPU launches complete before returning, so this only
-    flushes pending work that a later read would otherwise start."""
+    """Waits until every launched kernel has finished (launches return while their kernel
+    runs; reading an array's contents waits by itself)."""
+    _runtime.sync()
 
 
 def flush_kernel_cache():
@@ -264,3 +288,5 @@ def flush_kernel_cache():
 
 
 _runtime.set_eval_hook(eval_pending)
+# (a kernel still running at exit would read memory that the interpreter's teardown frees)
+atexit.register(_runtime.sync)

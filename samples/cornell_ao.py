@@ -39,6 +39,7 @@ def main():
         t = time.perf_counter()
         image = integrator.render(w, h, spp, mode=args.mode)
         pbc.eval(image)
+        pbc.sync_thread()                       # (launches return while the kernel runs)
         times.append(time.perf_counter() - t)
     from PIL import Image  # the `samples` extra
     pixels = (np.clip(image.numpy().reshape(h, w), 0, 1) * 255 + 0.5).astype(np.uint8)

@@ -37,6 +37,7 @@ def main():
         t = time.perf_counter()
         image = tracer.render(w, h, args.spp, mode=args.mode)
         pbc.eval(image)
+        pbc.sync_thread()                       # (launches return while the kernel runs)
         times.append(time.perf_counter() - t)
     rgb = image.numpy().T.reshape(h, w, 3)
     from PIL import Image  # the `samples` extra

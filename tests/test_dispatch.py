@@ -1372,28 +1372,40 @@ def test_an_evaluated_call_that_every_lane_makes_needs_no_gathers(capsys):
         pbc.switch(UInt32(0, 0, 0), [lambda v: Float(1, 2)], x, mode='evaluated')
 
 
-def test_targets_of_an_evaluated_call_run_in_few_evaluations():
+def test_targets_of_an_evaluated_call_run_in_few_evaluations(monkeypatch):
     # Each target writes its own lanes of the result: its scatter queues up behind those
-    # of the targets before it instead of running them first. Targets with lane counts of
-    # their own run in one evaluation, a kernel each; where counts repeat, in rounds (one
-    # kernel of two targets would be reused by no other call), unless they repeat all over.
+    # of the targets before it instead of running them first. Targets whose kernels no
+    # cache holds yet run in one evaluation, a kernel each, compiled together; where lane
+    # counts repeat, in rounds (one kernel of two targets would be reused by no other
+    # call), unless they repeat all over. Where the first target's kernel is compiled, each
+    # target launches as soon as it is traced.
     x = pbc.arange(Float, 30)
+    evaluate = importlib.import_module('pbc.evaluate')
+    launches = []
+    launch = evaluate._launch
+    monkeypatch.setattr(evaluate, '_launch', lambda batch, bits: (
+        launches.append(len(batch)) if batch else None, launch(batch, bits))[1])
 
-    def kernel_sizes(keys, m):
+    def kernel_sizes(keys, m, cold):
         index = UInt32(np.array(keys, dtype=np.uint32))
         pbc.eval(index, x)
+        if cold:
+            pbc.flush_kernel_cache()
         pbc.kernel_history_clear()
+        launches.clear()
         with pbc.scoped_set_flag(pbc.JitFlag.KernelHistory, True):
             r = pbc.switch(index, [lambda v, k=k: v * k + k for k in range(1, m + 1)], x,
                            mode='evaluated')
             sizes = sorted(h['size'] for h in pbc.kernel_history())
         k = np.array(keys) + 1.0
         assert r.numpy().tolist() == (np.arange(30) * k + k).tolist()
-        return sizes
+        return sizes, len(launches)
 
-    assert kernel_sizes(np.repeat([0, 1, 2], [12, 10, 8]), 3) == [8, 10, 12]
-    assert kernel_sizes(np.arange(30) % 3, 3) == [10, 10, 10]              # (3 rounds)
-    assert kernel_sizes(np.arange(30) % 6, 6) == [5]                       # (all in one)
+    assert kernel_sizes(np.repeat([0, 1, 2], [12, 10, 8]), 3, True) == ([8, 10, 12], 1)
+    assert kernel_sizes(np.repeat([0, 1, 2], [12, 10, 8]), 3, False) == ([8, 10, 12], 3)
+    assert kernel_sizes(np.arange(30) % 3, 3, True) == ([10, 10, 10], 3)     # (3 rounds)
+    assert kernel_sizes(np.arange(30) % 6, 6, True) == ([5], 1)              # (all in one)
+    assert kernel_sizes(np.arange(30) % 6, 6, False) == ([5], 1)   # (that one's compiled)
 
 
 def test_disjoint_scatters_queue_up_and_plain_ones_keep_their_order():

@@ -105,6 +105,7 @@ class LLVMBackend:
         self.lock = threading.Lock()
 
     def flush_memory_cache(self):
+        _runtime.sync()                 # (the kernel in flight runs code about to go)
         self.memory.clear()
         self.groups.clear()
 
@@ -255,13 +256,13 @@ class LLVMBackend:
             pb.getModulePassManager().run(module, pb)
         return self.tm.emit_object(module)
 
-    def launch(self, addr, size, params, serial=False):
-        _runtime.launch(addr, size, params, serial)
+    def launch(self, addr, size, params, serial=False, wait=True):
+        _runtime.launch(addr, size, params, serial, wait)
 
-    def launch_many(self, kernels):
+    def launch_many(self, kernels, wait=True):
         """Launches [(address, size, params)] as one job (they read nothing the others
         write)."""
-        _runtime.launch_many(kernels)
+        _runtime.launch_many(kernels, wait)
 
 
 _backend = None
