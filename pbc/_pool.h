@@ -71,7 +71,7 @@ static struct {
     int64_t n, block, nblocks;
     unsigned csr_bits;         /* MXCSR bits set while working on the job */
     int64_t next, done;        /* blocks taken and finished */
-    int in_flight;             /* an asynchronous job is posted and not yet joined */
+    int in_flight;             /* a job is posted and not yet joined */
     int fork_handler;          /* pbc_pool_after_fork is registered */
     uint64_t spawned_at;       /* the generation when the newest workers were started */
 } pbc_pool = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, PTHREAD_COND_INITIALIZER,
@@ -173,8 +173,8 @@ static void *pbc_pool_worker(void *arg) {
     return NULL;
 }
 
-/* Finishes the asynchronous job in flight, if any: works on its remaining blocks, then waits
- * for the workers' (the caller mutex is held). */
+/* Finishes the job in flight, if any: works on its remaining blocks, then waits for those
+ * that workers are finishing (the caller mutex is held). */
 static void pbc_pool_finish(void) {
     if (!pbc_pool.in_flight)
         return;
@@ -292,22 +292,9 @@ static int pbc_pool_run(pbc_fn fn, void *params, int64_t n, int64_t block, int t
         pthread_cond_broadcast(&pbc_pool.wake);
         pthread_mutex_unlock(&pbc_pool.mu);
     }
-    if (async) {
-        PBC_STORE(pbc_pool.in_flight, 1);
-        pthread_mutex_unlock(&pbc_pool.caller);
-        return rc;
-    }
-
-    pbc_pool_work(fn, params, n, block, nblocks, csr_bits);
-
-    if (!pbc_poll(pbc_job_done, NULL)) {                /* blocks that workers are finishing */
-        pthread_mutex_lock(&pbc_pool.mu);
-        PBC_STORE(pbc_pool.caller_asleep, 1);
-        while (!pbc_job_done(NULL))
-            pthread_cond_wait(&pbc_pool.finished, &pbc_pool.mu);
-        PBC_STORE(pbc_pool.caller_asleep, 0);
-        pthread_mutex_unlock(&pbc_pool.mu);
-    }
+    PBC_STORE(pbc_pool.in_flight, 1);
+    if (!async)
+        pbc_pool_finish();                               /* work on it, then wait */
     pthread_mutex_unlock(&pbc_pool.caller);
     return rc;
 }
