@@ -238,12 +238,13 @@ cdef void release_deferred() noexcept:
 
 cdef void join_launches() noexcept:
     """Waits for the launch in flight, if any (working on it meanwhile), then releases the
-    buffers freed while it ran."""
-    if not launch_in_flight:
-        return
-    with nogil:
-        pbc_pool_join()
-    release_deferred()
+    buffers freed while it ran. On return no launch runs: another Python thread may
+    launch while this one waits without the GIL, and then it waits for that one too."""
+    while launch_in_flight:
+        with nogil:
+            pbc_pool_join()
+        if pbc_pool_idle():
+            release_deferred()
 
 cdef void mem_free(void* p, uint8_t vt, size_t n) noexcept:
     cdef DeferredFree d
@@ -252,7 +253,10 @@ cdef void mem_free(void* p, uint8_t vt, size_t n) noexcept:
             d.p, d.vt, d.n = p, vt, n
             deferred_frees.push_back(d)
             return
-        join_launches()                 # (done: returns at once)
+        # Done: what waited can go too. (Not through join_launches: frees come in the
+        # middle of graph updates, where another Python thread must not run, and joining
+        # releases the GIL. The pool finishes the finished job at its next use.)
+        release_deferred()
     release_buffer(p, vt, n)
 
 def flush_malloc_cache():

@@ -15,23 +15,27 @@ cdef int n_threads = len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffin
 
 cdef void run_parallel(kernel_fn fn, void* params, int64_t n, int64_t block,
                        bint asynchronous=False) except *:
-    """Runs fn over [0, n) on the pool, after the launch in flight (see join_launches).
-    `asynchronous`: returns once posted (launch_in_flight); params must then live until
-    the launch is joined."""
+    """Runs fn over [0, n) on the pool (GIL released), after the launch in flight (see
+    join_launches). `asynchronous`: returns once posted (launch_in_flight), and params
+    must live until the launch is joined: the caller fills them after join_launches()
+    and posts with the GIL held all along, so that no launch of another Python thread
+    comes in between."""
     global launch_in_flight
     cdef int rc
     if n <= 0:
         return
     join_launches()
     cdef unsigned csr = flush_bits()
-    with nogil:
-        rc = pbc_pool_run(fn, params, n, block, n_threads, csr, asynchronous)
     if asynchronous:
+        rc = pbc_pool_run(fn, params, n, block, n_threads, csr, 1)
         launch_in_flight = True
-    elif launch_in_flight:
-        # (another Python thread launched while this one waited without the GIL: the pool
-        # ran that launch to its end before this job)
-        release_deferred()
+    else:
+        with nogil:
+            rc = pbc_pool_run(fn, params, n, block, n_threads, csr, 0)
+        if launch_in_flight and pbc_pool_idle():
+            # (another Python thread launched while this one was without the GIL: the
+            # pool ran that launch to its end before this job)
+            release_deferred()
     if rc != 0:
         import warnings
         warnings.warn('pbc: could not start all worker threads', RuntimeWarning)
@@ -402,14 +406,45 @@ cdef void many_cb(int64_t start, int64_t end, void* params) noexcept nogil:
         s = job.start[b]
         job.fns[k](s, min(s + MANY_BLOCK, job.n[k]), job.params[k])
 
-# The parameter blocks and block table of the launch in flight: they must live until it is
-# joined, and the next launch joins it before it fills them again.
-cdef vector[vector[uint64_t]] flight_words
-cdef vector[kernel_fn] flight_fns
-cdef vector[void*] flight_params
-cdef vector[int64_t] flight_ns, flight_starts
-cdef vector[int32_t] flight_kernel
-cdef ManyJob flight_job
+cdef class LaunchJob:
+    """The parameter blocks and block table of a launch, which must live as long as it
+    runs: a local one for a launch that waits, `in_flight` for the one that does not (the
+    next launch joins it before filling it again)."""
+    cdef vector[vector[uint64_t]] words
+    cdef vector[kernel_fn] fns
+    cdef vector[void*] params
+    cdef vector[int64_t] ns, starts
+    cdef vector[int32_t] kernel
+    cdef ManyJob job
+
+    cdef void fill(self, list kernels) except *:
+        """The job of launch_many for [(fn, n, params)]."""
+        cdef int count = len(kernels), k
+        cdef int64_t s, most = 0
+        self.words.resize(count)
+        self.fns.clear()
+        self.ns.clear()
+        self.params.clear()
+        self.kernel.clear()
+        self.starts.clear()
+        for k in range(count):
+            fn, n, params = kernels[k]
+            self.words[k] = param_words(params)
+            self.fns.push_back(<kernel_fn> <uintptr_t> fn)
+            self.ns.push_back(n)
+            most = max(most, <int64_t> n)
+        for s in range(0, most, MANY_BLOCK):
+            for k in range(count):
+                if s < self.ns[k]:
+                    self.kernel.push_back(k)
+                    self.starts.push_back(s)
+        for k in range(count):
+            self.params.push_back(self.words[k].data())
+        self.job.fns, self.job.params, self.job.n = (self.fns.data(), self.params.data(),
+                                                     self.ns.data())
+        self.job.kernel, self.job.start = self.kernel.data(), self.starts.data()
+
+cdef LaunchJob in_flight = LaunchJob()
 
 def launch_many(list kernels, bint wait=True):
     """Runs the kernels [(fn, n, params)] as one job of the thread pool (GIL released):
@@ -422,32 +457,11 @@ def launch_many(list kernels, bint wait=True):
     stretch of those arrays at a time (their gathers and scatters then hit a core's cache
     rather than the last level), and short blocks keep that stretch small: 64 targets
     of 15.6k lanes out of 10^6, 3.6-3.9 -> 3.4 ms (AMD Zen 5, 2 threads)."""
-    cdef int count = len(kernels), k
-    cdef int64_t s, most = 0
-    join_launches()
-    flight_words.resize(count)
-    flight_fns.clear()
-    flight_ns.clear()
-    flight_params.clear()
-    flight_kernel.clear()
-    flight_starts.clear()
-    for k in range(count):
-        fn, n, params = kernels[k]
-        flight_words[k] = param_words(params)
-        flight_fns.push_back(<kernel_fn> <uintptr_t> fn)
-        flight_ns.push_back(n)
-        most = max(most, <int64_t> n)
-    for s in range(0, most, MANY_BLOCK):
-        for k in range(count):
-            if s < flight_ns[k]:
-                flight_kernel.push_back(k)
-                flight_starts.push_back(s)
-    for k in range(count):
-        flight_params.push_back(flight_words[k].data())
-    flight_job.fns, flight_job.params, flight_job.n = (flight_fns.data(), flight_params.data(),
-                                                       flight_ns.data())
-    flight_job.kernel, flight_job.start = flight_kernel.data(), flight_starts.data()
-    run_parallel(many_cb, &flight_job, flight_kernel.size(), 1, not wait)
+    cdef LaunchJob job = LaunchJob() if wait else in_flight
+    if not wait:
+        join_launches()
+    job.fill(kernels)
+    run_parallel(many_cb, &job.job, job.kernel.size(), 1, not wait)
 
 def launch(uintptr_t fn, int64_t n, list params, bint serial=False, bint wait=True):
     """Runs kernel `fn(start, end, params)` over [0, n) on the thread pool, GIL released;
@@ -457,9 +471,14 @@ def launch(uintptr_t fn, int64_t n, list params, bint serial=False, bint wait=Tr
     # (launched asynchronously, a kernel is joined by the caller once it has traced the
     # next: short blocks let it take a fair share of what is left)
     cdef int64_t block = launch_block(n, 8192 if wait else MANY_BLOCK)
+    cdef vector[uint64_t] words
     if serial:
         block = n if n > 0 else 1
+    if wait or serial:
+        words = param_words(params)
+        run_parallel(<kernel_fn> fn, words.data(), n, block)
+        return
     join_launches()
-    flight_words.resize(1)
-    flight_words[0] = param_words(params)
-    run_parallel(<kernel_fn> fn, flight_words[0].data(), n, block, not wait and not serial)
+    in_flight.words.resize(1)
+    in_flight.words[0] = param_words(params)
+    run_parallel(<kernel_fn> fn, in_flight.words[0].data(), n, block, True)

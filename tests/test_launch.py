@@ -168,3 +168,31 @@ def test_a_repeated_evaluated_call_launches_each_target_as_it_is_traced():
         y = pbc.switch(index, targets, x, mode='evaluated')
         pbc.eval(y)
         assert np.array_equal(y.numpy(), expected)
+
+
+def test_two_python_threads_launching_get_their_own_results():
+    # A thread waiting for a launch releases the GIL: the other may trace, launch (finishing
+    # the first one's kernel) and free memory meanwhile.
+    import threading
+    results, errors = {}, []
+
+    def work(seed):
+        try:
+            rng = np.random.default_rng(seed)
+            for _ in range(5):
+                start = rng.integers(0, 2**32, 1 << 16, dtype=np.uint32)
+                y = slow(UInt32(start), 50)
+                pbc.eval(y)
+                z = (y ^ 5).numpy()
+                results.setdefault(seed, []).append(
+                    np.array_equal(z, reference(start, 50) ^ np.uint32(5)))
+        except Exception as e:          # (reported by the main thread)
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(s,)) for s in (1, 2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    assert results == {1: [True] * 5, 2: [True] * 5}

@@ -102,7 +102,10 @@ class LLVMBackend:
         self.groups = {}         # trace group key -> CompiledKernel
         self.disk = DiskCache(config.CACHE_DIR)
         self.counter = 0
-        self.lock = threading.Lock()
+        # Compiling and linking from several Python threads: ctypes releases the GIL in
+        # every LLVM call, and a kernel linked twice must keep its first code (a launch
+        # may run it), so one thread at a time.
+        self.lock = threading.RLock()
 
     def flush_memory_cache(self):
         _runtime.sync()                 # (the kernel in flight runs code about to go)
@@ -148,6 +151,10 @@ class LLVMBackend:
         pipeline: what LLVM costs per module (setting up the passes and the code generator,
         emitting and linking an object, the disk cache's file) is paid once. 64 targets of
         an evaluated call compile in 0.7 of the time they take one by one."""
+        with self.lock:
+            return self._compile_many(jobs)
+
+    def _compile_many(self, jobs):
         rendered = []                     # (text, short pipeline, cache key) per job
         for kernel, _, _ in jobs:
             text = render(kernel, self.lanes(kernel))
@@ -266,10 +273,14 @@ class LLVMBackend:
 
 
 _backend = None
+_creating = threading.Lock()
 
 
 def backend():
+    """The LLVM backend, made on first use (by one Python thread: a second one would
+    unload the first one's kernels when dropped)."""
     global _backend
-    if _backend is None:
-        _backend = LLVMBackend()
+    with _creating:
+        if _backend is None:
+            _backend = LLVMBackend()
     return _backend
