@@ -249,6 +249,12 @@ cdef void eval_var(uint32_t i) except *:
         todo.push_back(i)
     eval_hook()
 
+cdef void eval_for_host(uint32_t i) except *:
+    """eval_var, then waits for the kernel that may still be writing i's memory: before
+    the host reads it."""
+    eval_var(i)
+    join_launches()
+
 cdef class ArrayBase:
     """A flat, lazily evaluated JIT array. Subclasses set the element type and backend."""
     cdef uint32_t _index
@@ -419,8 +425,7 @@ cdef class ArrayBase:
             i += n
         if i < 0 or i >= n:
             raise IndexError(f'pbc: index {key} is out of range for an array of size {n}')
-        eval_var(self._index)
-        join_launches()
+        eval_for_host(self._index)
         cdef Var* v = &vars[self._index]
         if v.op == OP_LITERAL:
             return bits_to_python(v.literal, v.vtype)
@@ -546,8 +551,7 @@ cdef uint32_t copy_in(object arr, uint8_t vt, uint8_t backend) except 0:
     return var_data(vt, n, p, backend)
 
 cdef object to_numpy(ArrayBase a):
-    eval_var(a._index)
-    join_launches()
+    eval_for_host(a._index)
     cdef Var* v = &vars[a._index]
     dtype = NUMPY_DTYPES[v.vtype]
     if v.op == OP_LITERAL:
@@ -645,8 +649,7 @@ def counter(cls, uint32_t size):
 def data_address(ArrayBase a):
     """Address of the evaluated buffer (evaluates, and waits for the kernel that writes it;
     0 for literals)."""
-    eval_var(a._index)
-    join_launches()
+    eval_for_host(a._index)
     return <uintptr_t> vars[a._index].data
 
 def make_opaque(ArrayBase a):
