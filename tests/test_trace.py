@@ -182,6 +182,23 @@ def test_freed_buffers_are_reused():
     assert pbc.whos(print_table=False)['cached_memory'] == 0
 
 
+def test_large_buffers_take_whole_huge_pages():
+    huge = 2 << 20
+    x = pbc.arange(Float, 1_000_000) + 1           # 3.8 MiB: two whole huge pages
+    pbc.eval(x)
+    address = pbc._runtime.data_address(x)
+    assert address % huge == 0
+    del x
+    y = pbc.arange(Float, 1_040_000) + 2           # another size within the same 4 MiB
+    pbc.eval(y)
+    assert pbc._runtime.data_address(y) == address
+    np.testing.assert_array_equal(y.numpy()[-2:], [1_040_000, 1_040_001])
+    del y
+    rss = _resident_bytes()
+    pbc.flush_malloc_cache()                       # (mapped memory: unmapped at once)
+    assert _resident_bytes() <= rss - 3 * 10**6
+
+
 def test_deep_trace_does_not_recurse():
     a = Float(1.0, 2.0)
     x = a
