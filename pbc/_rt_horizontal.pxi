@@ -303,7 +303,15 @@ def compress(ArrayBase mask):
 
 # ---- partition: the lanes of each key, in one counting pass and one writing pass ---------
 cdef extern from "_partition.h" nogil:
+    enum:
+        PART_WAYS "PBC_PART_WAYS"
+        PART_LOCAL "PBC_PART_LOCAL"
     int PBC_PART_SIMD_KEYS     # 0 where the build has no AVX-512
+    void pbc_part_count_dense(const uint32_t* sel, const int64_t* lo, uint32_t base,
+                              uint32_t tsize, const int32_t* table, int m, int64_t* count)
+    void pbc_part_write_dense(const uint32_t* sel, const int64_t* lo, uint32_t base,
+                              uint32_t tsize, const int32_t* table, int m, uint32_t** out,
+                              const int64_t* pos)
     void pbc_part_count_simd(const uint32_t* sel, int64_t lo, int64_t hi, uint32_t base,
                              int m, int64_t* count)
     void pbc_part_write_simd(const uint32_t* sel, int64_t lo, int64_t hi, uint32_t base,
@@ -345,119 +353,62 @@ cdef inline int key_slot(PJob* job, uint32_t key) noexcept nogil:
             hi = mid - 1
     return -1
 
-# A block of lanes is cut into PART_WAYS consecutive parts, each with its own count (and so
-# its own write offset) per key. The callbacks walk the parts side by side, a lane of each
-# in turn: the counter a lane increments is then never the one the previous lane just
-# incremented, so the increments overlap instead of forming one chain through memory (a
-# chain made a single-key partition 10x slower, and the write pass half the cost of an
-# evaluated call of 8 targets).
-cdef enum:
-    PART_WAYS = 4
-    PART_LOCAL = 256    # keys whose counters live on the stack (more: in place, one by one)
-
-cdef inline void part_bounds(int64_t start, int64_t end, int64_t* lo,
-                             int64_t* common) noexcept nogil:
-    """lo[j]: where part j of [start, end) begins (lo[PART_WAYS] = end); common: the length
-    of the last part, which no part is shorter than."""
+cdef inline void part_bounds(int64_t start, int64_t end, int64_t* lo) noexcept nogil:
+    """lo[j]: where part j of [start, end) begins (lo[PART_WAYS] = end); the last part is
+    the shortest (see _partition.h)."""
     cdef int64_t q = (end - start + PART_WAYS - 1) // PART_WAYS
     cdef int j
     for j in range(PART_WAYS + 1):
         lo[j] = min(start + j * q, end)
-    common[0] = lo[PART_WAYS] - lo[PART_WAYS - 1]
 
-cdef inline int table_slot(const uint32_t* sel, int64_t k, uint32_t base, uint32_t tsize,
-                           const int32_t* table) noexcept nogil:
-    """The slot of lane k's key, or -1; `table` NULL: the keys are consecutive (slot = key -
-    base), which spares the callbacks a dependent load per lane (1.7 -> 1.1 ns per lane
-    for 64 keys)."""
-    cdef uint32_t d = sel[k] - base         # (wraps around for keys below the first)
-    if d >= tsize:
-        return -1
-    return table[d] if table != NULL else <int> d
+cdef inline const int32_t* dense_table(PJob* job) noexcept nogil:
+    """The slot table of the dense passes: NULL where the keys are consecutive."""
+    return <const int32_t*> NULL if job.tsize == <uint32_t> job.nkeys else job.table
 
 cdef void part_count_cb(int64_t start, int64_t end, void* params) noexcept nogil:
     """Pool callback: lanes per key in each part of one block."""
     cdef PJob* job = <PJob*> params
     cdef int m = job.nkeys, s, j
     cdef int64_t* c = job.count + (start // RED_BLOCK) * PART_WAYS * m
-    cdef const uint32_t* sel = job.sel
-    cdef const int32_t* table = job.table
-    if job.tsize == <uint32_t> m:
-        table = NULL                         # (consecutive keys: see table_slot)
-    cdef uint32_t base = job.keys[0], tsize = job.tsize
-    cdef int64_t k, common
+    cdef int64_t k
     cdef int64_t lo[PART_WAYS + 1]
-    cdef int32_t h[PART_WAYS][PART_LOCAL]
-    part_bounds(start, end, lo, &common)
+    part_bounds(start, end, lo)
     if job.simd:
         for j in range(PART_WAYS):
-            pbc_part_count_simd(sel, lo[j], lo[j + 1], base, m, c + j * m)
-        return
-    if job.table == NULL or m > PART_LOCAL:
+            pbc_part_count_simd(job.sel, lo[j], lo[j + 1], job.keys[0], m, c + j * m)
+    elif job.table != NULL and m <= PART_LOCAL:
+        pbc_part_count_dense(job.sel, lo, job.keys[0], job.tsize, dense_table(job), m, c)
+    else:                                    # keys spread out: a binary search per lane
         for s in range(PART_WAYS * m):
             c[s] = 0
         for j in range(PART_WAYS):
             for k in range(lo[j], lo[j + 1]):
-                s = key_slot(job, sel[k])
+                s = key_slot(job, job.sel[k])
                 if s >= 0:
                     c[j * m + s] += 1
-        return
-    memset(h, 0, sizeof(h))
-    for k in range(common):
-        for j in range(PART_WAYS):             # (unrolled by the compiler)
-            s = table_slot(sel, lo[j] + k, base, tsize, table)
-            if s >= 0:
-                h[j][s] += 1
-    for j in range(PART_WAYS):
-        for k in range(lo[j] + common, lo[j + 1]):
-            s = table_slot(sel, k, base, tsize, table)
-            if s >= 0:
-                h[j][s] += 1
-        for s in range(m):
-            c[j * m + s] = h[j][s]
 
 cdef void part_write_cb(int64_t start, int64_t end, void* params) noexcept nogil:
     """Pool callback: each lane's index into its key's buffer, at its part's offsets."""
     cdef PJob* job = <PJob*> params
     cdef int m = job.nkeys, s, j
     cdef int64_t* c = job.count + (start // RED_BLOCK) * PART_WAYS * m
-    cdef const uint32_t* sel = job.sel
-    cdef uint32_t** out = job.out
-    cdef const int32_t* table = job.table
-    if job.tsize == <uint32_t> m:
-        table = NULL                         # (consecutive keys: see table_slot)
-    cdef uint32_t base = job.keys[0], tsize = job.tsize
-    cdef int64_t k, common
+    cdef int64_t k
     cdef int64_t lo[PART_WAYS + 1]
-    cdef uint32_t* dst[PART_WAYS][PART_LOCAL]      # where each part writes its next lane
-    part_bounds(start, end, lo, &common)
+    part_bounds(start, end, lo)
     if job.simd:
         for j in range(PART_WAYS):
-            pbc_part_write_simd(sel, lo[j], lo[j + 1], base, m, out, c + j * m)
-        return
-    if job.table == NULL or m > PART_LOCAL:
+            pbc_part_write_simd(job.sel, lo[j], lo[j + 1], job.keys[0], m, job.out,
+                                c + j * m)
+    elif job.table != NULL and m <= PART_LOCAL:
+        pbc_part_write_dense(job.sel, lo, job.keys[0], job.tsize, dense_table(job), m,
+                             job.out, c)
+    else:
         for j in range(PART_WAYS):
             for k in range(lo[j], lo[j + 1]):
-                s = key_slot(job, sel[k])
+                s = key_slot(job, job.sel[k])
                 if s >= 0:
-                    out[s][c[j * m + s]] = <uint32_t> k
+                    job.out[s][c[j * m + s]] = <uint32_t> k
                     c[j * m + s] += 1
-        return
-    for j in range(PART_WAYS):
-        for s in range(m):
-            dst[j][s] = out[s] + c[j * m + s]
-    for k in range(common):
-        for j in range(PART_WAYS):
-            s = table_slot(sel, lo[j] + k, base, tsize, table)
-            if s >= 0:
-                dst[j][s][0] = <uint32_t> (lo[j] + k)
-                dst[j][s] += 1
-    for j in range(PART_WAYS):
-        for k in range(lo[j] + common, lo[j + 1]):
-            s = table_slot(sel, k, base, tsize, table)
-            if s >= 0:
-                dst[j][s][0] = <uint32_t> k
-                dst[j][s] += 1
 
 cdef uint32_t keys_source(ArrayBase selector, uint32_t* offset) except 0:
     """A new reference to memory whose lanes plus `offset` are the selector's lanes. A
