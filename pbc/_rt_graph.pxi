@@ -167,12 +167,12 @@ cdef inline size_t padded_bytes(uint8_t vt, size_t n) noexcept nogil:
     # Kernels load and store whole vectors of up to LANES_MAX lanes, so buffers are padded.
     return ((n + LANES_MAX - 1) & ~<size_t>(LANES_MAX - 1)) * TYPE_SIZE[vt] + 64
 
-# Memory from HUGE bytes up comes straight from the kernel in whole transparent huge pages:
-# the first touch of fresh memory costs a page fault per page, 512 of them per 2 MiB with
-# 4 KiB pages, one with a huge page. Whole ones, as a buffer that ends a little past a
-# 2 MiB boundary (1e6 floats are 3.8 MiB) faults its tail page by page; and from mmap, as
-# the heap, where posix_memalign puts them, hands out memory already mapped in small pages
-# (10^6 floats, fresh output: 1.0-1.4 ms, 0.5 in whole huge pages; AMD Zen 5, 2 threads).
+# Allocations from HUGE bytes up are whole transparent huge pages in a mapping of their own
+# (mmap, aligned, advised): the first touch of fresh memory costs a page fault per page,
+# one per 2 MiB rather than 512. Whole pages, as a buffer that ends a little past a 2 MiB
+# boundary (10^6 floats, padded, are 3.8 MiB) would fault its tail page by page; a mapping
+# of their own, as the heap (posix_memalign) hands back memory already mapped in small
+# pages. A kernel writing 10^6 fresh floats: 1.0-1.4 -> 0.5 ms (AMD Zen 5, 2 threads).
 cdef enum:
     HUGE = 2 << 20
 

@@ -16,7 +16,8 @@ def _literal_text(tname, bits):
 def whos(print_table=True):
     """Prints the variables that Python holds (id, type, size, refs, state, bytes) and returns
     {'variables': live variable count, 'memory': bytes in use, 'peak_memory': bytes,
-    'cached_memory': freed bytes kept for reuse (see pbc.flush_malloc_cache)}."""
+    'cached_memory': freed bytes kept for reuse (see pbc.flush_malloc_cache)}. Buffers of
+    2 MiB and more count in whole huge pages, as they take."""
     mem, peak, count, cached = _runtime.memory_usage()
     if print_table:
         rows = ['  ID        Type       Size       Refs  State']
