@@ -102,8 +102,8 @@ def test_flush_kernel_cache():
 
 def test_vector_width_follows_the_dependence_chains():
     # Two registers per vector for a kernel that is one dependent chain (they hide its
-    # latency), one for straight-line code with independent work to overlap (sin), and
-    # one where the kernel runs on few lanes.
+    # latency), one for straight-line code with independent work to overlap (sin); on few
+    # lanes, two for a straight-line chain, one for a loop (its compile time would not pay).
     from pbc.backend.llvm_jit import backend
     be = backend()
 
@@ -122,8 +122,14 @@ def test_vector_width_follows_the_dependence_chains():
 
     assert width(chain) == 2 * be.width
     assert width(lambda: pbc.sin(x + 1)) == be.width
-    x = pbc.arange(Float, 1000)              # few lanes: the faster compile wins
-    assert width(chain) == be.width
+    def loop():
+        return pbc.while_loop((x, pbc.llvm.UInt32(0)), lambda v, i: i < 5,
+                              lambda v, i: (v * 1.5 + v, i + 1), mode='symbolic')[0]
+
+    assert width(loop) == 2 * be.width
+    x = pbc.arange(Float, 1000)              # few lanes
+    assert width(chain) == 2 * be.width
+    assert width(loop) == be.width
 
 
 def test_loop_free_kernels_get_the_short_pipeline(monkeypatch):
@@ -192,6 +198,50 @@ def test_kernels_of_one_eval_compile_together_and_load_from_disk(tmp_path):
     second = run_script(tmp_path, script=BATCH_SCRIPT)
     assert second.returncode == 0, second.stderr
     assert second.stdout.split() == ['HITS'] + ['disk'] * 4
+
+
+PARTS_SCRIPT = textwrap.dedent('''
+    import os, tempfile, pbc, numpy as np
+    from pbc.backend import llvm_jit
+    from pbc.llvm import Float
+    pbc.set_thread_count(2)
+    pbc.set_flag(pbc.JitFlag.KernelHistory, True)
+    parent, marks = os.getpid(), tempfile.mkdtemp()
+    compile_object = llvm_jit.LLVMBackend._compile_object
+    def spy(self, texts, short):                # (a child leaves a file: its memory is its own)
+        if os.getpid() != parent:
+            open(os.path.join(marks, str(os.getpid())), 'w').close()
+        return compile_object(self, texts, short)
+    llvm_jit.LLVMBackend._compile_object = spy
+    x = np.linspace(-1, 1, 7, dtype=np.float32)
+    outs = []
+    for n in range(1, 41):                     # 40 sizes, 40 kernels, ~3300 IR ops
+        y = Float(np.resize(x, n))
+        for k in range(n + 20):
+            y = y * 0.75 + k
+        outs.append(y)
+    pbc.eval(outs)
+    for n, y in enumerate(outs, 1):
+        want = np.resize(x, n)
+        for k in range(n + 20):
+            want = want * np.float32(0.75) + np.float32(k)
+        assert np.allclose(y.numpy(), want), n
+    assert os.getpid() == parent
+    print('HITS', *sorted(set(h['cache_hit'] for h in pbc.kernel_history())))
+    print('CHILD', bool(os.listdir(marks)))
+''')
+
+
+def test_a_large_batch_compiles_in_parts_in_parallel_and_loads_from_disk(tmp_path):
+    # Kernels of one eval beyond PART_OPS IR ops compile as several modules, some of them
+    # in forked processes; each module is one cache file, which a fresh process loads.
+    first = run_script(tmp_path, script=PARTS_SCRIPT)
+    assert first.returncode == 0, first.stderr
+    assert first.stdout.split() == ['HITS', 'none', 'CHILD', 'True']
+    assert len([f for f in os.listdir(tmp_path) if f.endswith('.o')]) >= 2
+    second = run_script(tmp_path, script=PARTS_SCRIPT)
+    assert second.returncode == 0, second.stderr
+    assert second.stdout.split() == ['HITS', 'disk', 'CHILD', 'False']
 
 
 def test_a_group_reading_an_earlier_groups_output_compiles_after_it_runs():
