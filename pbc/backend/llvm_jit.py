@@ -73,6 +73,21 @@ def _is_chain(kernel):
     return longest >= CHAIN_MIN and len(depth) < CHAIN_PARALLELISM * longest
 
 
+class _Part:
+    """Kernels of a batch compiled into one module: its cache key, its kernels' symbols,
+    its object once loaded or compiled, and how it was served."""
+    __slots__ = ('members', 'key', 'names', 'obj', 'hit')
+
+    def __init__(self, members):
+        self.members, self.obj, self.hit = members, None, 'disk'
+        if len(members) == 1:
+            self.key, self.names = members[0][0], ['kernel']
+        else:
+            self.key = hashlib.sha256('|'.join(['batch'] + [m[0] for m in members]).encode()
+                                      ).hexdigest()[:32]
+            self.names = [f'kernel_{n}' for n in range(len(members))]
+
+
 def _parts(members):
     """The members of a batch in consecutive parts of up to PART_OPS IR ops (a member larger
     than that alone): as few LLVM modules as let the parts compile in parallel."""
@@ -214,36 +229,30 @@ class LLVMBackend:
         ops each (or loads them from the disk cache: a part of several members is stored
         under a key of their keys), links them, and shares the time among the members by
         their IR ops. Parts compile in parallel, in forked processes (see processes.py:
-        llvmlite compiles one module at a time per process): 64 evaluated-call targets
-        of the dispatch series, 228-264 -> 150 ms on 2 cores (AMD Zen 5)."""
+        llvmlite compiles one module at a time per process): the 64 evaluated-call targets
+        of the dispatch series, 249-257 -> 158-182 ms on 2 cores (AMD Zen 5)."""
         t0 = time.perf_counter()
-        parts, todo = [], []            # (members, key, symbol names, object, how served)
-        for part in _parts(members):
-            if len(part) == 1:
-                key, names = part[0][0], ['kernel']
-            else:
-                key = hashlib.sha256('|'.join(['batch'] + [m[0] for m in part]).encode()
-                                     ).hexdigest()[:32]
-                names = [f'kernel_{n}' for n in range(len(part))]
-            # (a single member was looked up on disk already)
-            obj = self.disk.load(key) if len(part) > 1 else None
-            parts.append([part, key, names, obj, 'disk'])
-            if obj is None:
-                todo.append(parts[-1])
+        parts = [_Part(part) for part in _parts(members)]
+        for part in parts:
+            if len(part.members) > 1:      # (a single member was looked up on disk already)
+                part.obj = self.disk.load(part.key)
+        todo = [part for part in parts if part.obj is None]
+        # (the lock that llvmlite takes around every call into LLVM: without it, no fork)
+        lock = getattr(llvm.ffi.lib, '_lock', None)
         objects = processes.run(lambda texts: self._compile_object(texts, short),
-                                [[m[1] for m in p[0]] for p in todo],
-                                [sum(m[2] for m in p[0]) for p in todo],
-                                _runtime.thread_count(), hold=llvm.ffi.lib._lock)
-        for p, obj in zip(todo, objects):
-            p[3], p[4] = obj, 'none'
-            self.disk.store(p[1], obj)
-        for part, _, names, obj, _ in parts:
-            self._link(obj, [(m[0], name) for m, name in zip(part, names)])
+                                [[m[1] for m in part.members] for part in todo],
+                                [sum(m[2] for m in part.members) for part in todo],
+                                _runtime.thread_count() if lock is not None else 1, hold=lock)
+        for part, obj in zip(todo, objects):
+            part.obj, part.hit = obj, 'none'
+            self.disk.store(part.key, obj)
+        for part in parts:
+            self._link(part.obj, [(m[0], name) for m, name in zip(part.members, part.names)])
         elapsed = time.perf_counter() - t0
         ops = sum(max(m[2], 1) for m in members)
-        for part, _, _, _, hit in parts:
-            for _, _, n, j in part:
-                hits[j], times[j] = hit, elapsed * max(n, 1) / ops
+        for part in parts:
+            for _, _, n, j in part.members:
+                hits[j], times[j] = part.hit, elapsed * max(n, 1) / ops
 
     def _link(self, obj, symbols):
         """Links an object into the JIT; symbols: (cache key, name of its kernel)."""
