@@ -102,8 +102,9 @@ def test_flush_kernel_cache():
 
 def test_vector_width_follows_the_dependence_chains():
     # Two registers per vector for a kernel that is one dependent chain (they hide its
-    # latency), one for straight-line code with independent work to overlap (sin); on few
-    # lanes, two for a straight-line chain, one for a loop (its compile time would not pay).
+    # latency) or that scatters, one for straight-line code with independent work to
+    # overlap (sin); on few lanes, two for a straight-line chain or scatter, one for a loop
+    # (its compile time would not pay).
     from pbc.backend.llvm_jit import backend
     be = backend()
 
@@ -126,9 +127,17 @@ def test_vector_width_follows_the_dependence_chains():
         return pbc.while_loop((x, pbc.llvm.UInt32(0)), lambda v, i: i < 5,
                               lambda v, i: (v * 1.5 + v, i + 1), mode='symbolic')[0]
 
+    def scatter():                           # (an evaluated call's target, in short)
+        out = pbc.zeros(Float, len(x))
+        index = pbc.arange(UInt32, len(x))
+        pbc.scatter(out, pbc.sin(pbc.gather(Float, x, index)), index)
+        return out
+
     assert width(loop) == 2 * be.width
+    assert width(scatter) == 2 * be.width
     x = pbc.arange(Float, 1000)              # few lanes
     assert width(chain) == 2 * be.width
+    assert width(scatter) == 2 * be.width
     assert width(loop) == be.width
 
 

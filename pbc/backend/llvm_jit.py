@@ -73,6 +73,11 @@ def _is_chain(kernel):
     return longest >= CHAIN_MIN and len(depth) < CHAIN_PARALLELISM * longest
 
 
+def _scatters(kernel):
+    """Whether the kernel scatters (not atomically: those are a loop over the lanes)."""
+    return any(ins.op == 'scatter' and not ins.extra for ins in kernel.instrs)
+
+
 class _Part:
     """Kernels of a batch compiled into one module: its cache key, its kernels' symbols,
     its object once loaded or compiled, and how it was served."""
@@ -155,18 +160,21 @@ class LLVMBackend:
         about 2.5 instructions per step, ran 7-13% slower; a reverse-mode gradient with 1.8
         ran 1.3x faster). Long kernels keep one register either way (compile time), and so
         do kernels launched on few lanes with loops or calls, which run too briefly to pay
-        for their compile time. A straight-line chain on few lanes (an evaluated call's
-        target) is wide all the same: its gather and scatter keep the next vector's chain
-        from starting early, and two chains per vector run 1.5x faster (64 series targets
-        of 15.6k lanes: warm 5.3 -> 4.2 ms, first call 206 -> 275 ms; Dr.Jit 4.6 and 370)."""
+        for their compile time. Straight-line code that scatters is wide at any size, as
+        its scatter holds back the next vector's loads (an evaluated call's target that
+        gathers, computes sin and exp and scatters, 15.6k lanes on one thread: 47.7 ->
+        40.6 us, Dr.Jit 44.8), and so is a straight-line chain on few lanes (64 series
+        targets of 15.6k lanes, evaluated: warm 5.3 -> 4.2 ms, first call 206 -> 275 ms;
+        Dr.Jit 4.6 and 370)."""
         if kernel.few_lanes:
             wide = not kernel.loops and not kernel.calls and kernel.ir_ops <= WIDE_LIMIT \
-                and _is_chain(kernel)
+                and (_is_chain(kernel) or _scatters(kernel))
         elif kernel.loops:
             wide = kernel.ir_ops <= WIDE_LIMIT_LOOPS
         else:
             wide = kernel.ir_ops <= WIDE_LIMIT and (
-                any(call.codes > 1 for call in kernel.calls) or _is_chain(kernel))
+                any(call.codes > 1 for call in kernel.calls) or _is_chain(kernel)
+                or (not kernel.calls and _scatters(kernel)))
         return self.width * 2 if wide else self.width
 
     def lookup(self, group_key):
