@@ -29,7 +29,12 @@ class CompiledKernel(NamedTuple):
 
 WIDE_LIMIT = 500              # instructions, for two-register vectors (see lanes())
 WIDE_LIMIT_LOOPS = 2000
-PART_OPS = 2000               # IR ops of the kernels compiled into one module (_parts)
+# A batch of kernels compiles as modules of about PART_BYTES of IR text each (LLVM's time
+# grows with it: 0.8-1.1 ms per KiB), at most PARTS of them, compiled in parallel (see
+# _compile_batch). A fork costs 2.4 ms and a module about 2 ms beyond its code: 8 series
+# targets (27 KiB) compiled no faster in two, 8 sin + exp targets (64 KiB) 70 -> 48 ms.
+PART_BYTES = 32 << 10
+PARTS = 8
 # What loop-free kernels are optimized with (see _compile_object).
 LOOP_FREE_PASSES = ('always_inliner', 'ipsccp', 'dead_arg_elimination', 'instruction_combine',
                     'simplify_cfg', 'new_gvn', 'instruction_combine', 'aggressive_dce',
@@ -94,15 +99,16 @@ class _Part:
 
 
 def _parts(members):
-    """The members of a batch in consecutive parts of up to PART_OPS IR ops (a member larger
-    than that alone): as few LLVM modules as let the parts compile in parallel."""
-    parts, ops = [], PART_OPS
+    """The members of a batch in consecutive parts of about equal IR text (PART_BYTES)."""
+    total = sum(len(m[1]) for m in members)
+    count = max(1, min(PARTS, round(total / PART_BYTES)))
+    parts, done = [[]], 0
     for m in members:
-        if ops + m[2] > PART_OPS:
+        # (a member that lies mostly past this part's share of the total starts the next)
+        if parts[-1] and (done + len(m[1]) / 2) * count > total * len(parts):
             parts.append([])
-            ops = 0
         parts[-1].append(m)
-        ops += m[2]
+        done += len(m[1])
     return parts
 
 
@@ -233,8 +239,8 @@ class LLVMBackend:
         return hashlib.sha256(f'{self.machine_id}|{pipeline}\n{text}'.encode()).hexdigest()[:32]
 
     def _compile_batch(self, members, short, hits, times):
-        """Compiles [(cache key, IR text, IR ops, job)] into objects of up to PART_OPS IR
-        ops each (or loads them from the disk cache: a part of several members is stored
+        """Compiles [(cache key, IR text, IR ops, job)] into objects of about PART_BYTES of
+        IR each (or loads them from the disk cache: a part of several members is stored
         under a key of their keys), links them, and shares the time among the members by
         their IR ops. Parts compile in parallel, in forked processes (see processes.py:
         llvmlite compiles one module at a time per process): the 64 evaluated-call targets
@@ -249,7 +255,7 @@ class LLVMBackend:
         lock = getattr(llvm.ffi.lib, '_lock', None)
         objects = processes.run(lambda texts: self._compile_object(texts, short),
                                 [[m[1] for m in part.members] for part in todo],
-                                [sum(m[2] for m in part.members) for part in todo],
+                                [sum(len(m[1]) for m in part.members) for part in todo],
                                 _runtime.thread_count() if lock is not None else 1, hold=lock)
         for part, obj in zip(todo, objects):
             part.obj, part.hit = obj, 'none'
