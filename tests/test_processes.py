@@ -59,3 +59,27 @@ def test_items_of_a_child_that_dies_are_computed_here():
         return -k
 
     assert processes.run(work, list(range(12)), [1] * 12, 2) == [-k for k in range(12)]
+
+
+def test_without_forks_or_files_the_work_is_done_here(monkeypatch):
+    def no_fork():
+        raise OSError('no more processes')
+
+    monkeypatch.setattr(os, 'fork', no_fork)
+    assert processes.run(lambda k: k + 1, [1, 2, 3], [1, 1, 1], 3) == [2, 3, 4]
+    monkeypatch.undo()
+
+    def no_file():
+        raise OSError('read-only file system')
+
+    monkeypatch.setattr(processes.tempfile, 'TemporaryFile', no_file)
+    assert processes.run(lambda k: k * 2, [1, 2, 3], [1, 1, 1], 2) == [2, 4, 6]
+
+
+def test_children_reaped_by_the_system_still_deliver():
+    import signal
+    old = signal.signal(signal.SIGCHLD, signal.SIG_IGN)   # (children reaped at exit)
+    try:
+        assert processes.run(lambda k: -k, list(range(8)), [1] * 8, 2) == [-k for k in range(8)]
+    finally:
+        signal.signal(signal.SIGCHLD, old)

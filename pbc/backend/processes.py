@@ -55,11 +55,13 @@ def run(fn, items, weights, processes, hold=None):
             # says why these children are safe)
             warnings.simplefilter('ignore', DeprecationWarning)
             for share in shares[1:]:
-                out = tempfile.TemporaryFile()
+                out = None
                 try:
+                    out = tempfile.TemporaryFile()
                     pid = os.fork()
-                except OSError:            # (no memory or processes left: do it here)
-                    out.close()
+                except OSError:            # (no file, memory or process left: do it here)
+                    if out is not None:
+                        out.close()
                     local += share
                     continue
                 if pid == 0:
@@ -97,12 +99,15 @@ def _collect(pid, out):
     try:
         try:
             _, status = os.waitpid(pid, 0)
+            if not os.WIFEXITED(status) or os.WEXITSTATUS(status) != 0:
+                return {}
+        except ChildProcessError:          # (reaped already, SIGCHLD being ignored: the
+            pass                           # file holds a whole pickle or less)
         except BaseException:              # (interrupted: the child must not outlive us)
-            os.kill(pid, signal.SIGKILL)
-            os.waitpid(pid, 0)
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
             raise
-        if not os.WIFEXITED(status) or os.WEXITSTATUS(status) != 0:
-            return {}
         out.seek(0)
         try:
             return pickle.load(out)
