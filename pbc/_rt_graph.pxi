@@ -131,9 +131,18 @@ def set_flags(uint32_t value):
     global jit_flags
     jit_flags = value
 
+# The trace tables start small (in the heap's small pages) and double as a trace needs: a
+# table of 2 MiB and more is whole huge pages (see block_alloc). Tables that start large
+# fault megabytes in at import, which most programs never use; on a virtual machine whose
+# host takes freed memory back, that import also uses up the free huge pages the host still
+# backs, and the first kernels' outputs then fault in at 4-5 ms per 2 MiB instead of 0.2.
+cdef enum:
+    VARS_START = 4096          # 320 KiB
+    VN_START = 1 << 13         # 128 KiB: 4096 values before the first doubling
+
 cdef void grow_arena() except *:
     global vars, vars_cap
-    cdef uint32_t new_cap = 65536 if vars_cap == 0 else vars_cap * 2
+    cdef uint32_t new_cap = VARS_START if vars_cap == 0 else vars_cap * 2
     cdef Var* p = <Var*> table_alloc(new_cap * sizeof(Var))
     if vars != NULL:
         memcpy(p, vars, vars_cap * sizeof(Var))
@@ -207,8 +216,8 @@ cdef void block_free(void* p, size_t nb) noexcept nogil:
 
 cdef void* table_alloc(size_t nb) except NULL:
     """Memory for the runtime's own tables (block_free(p, block_bytes(nb)) returns it).
-    Tracing touches them at random (value numbering) or all over (the arena): huge pages
-    spare a TLB miss on most accesses."""
+    Tracing touches them at random (value numbering) or all over (the arena): once they
+    are large, huge pages spare a TLB miss on most accesses."""
     cdef void* p = block_alloc(block_bytes(nb))
     if p == NULL:
         raise MemoryError(f'pbc: cannot allocate {nb} bytes for the trace tables')
@@ -387,7 +396,7 @@ cdef void vn_insert(uint64_t h, uint32_t i, VNEntry* e) except *:
     vn_table[j].id = i
     vn_live += 1
 
-vn_resize(1 << 18)
+vn_resize(VN_START)
 
 cdef inline void vn_remove(uint32_t i) noexcept:
     global vn_live

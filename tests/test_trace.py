@@ -2,6 +2,9 @@
 symbolic gathers, reference counting and memory."""
 
 import gc
+import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -197,6 +200,35 @@ def test_large_buffers_take_whole_huge_pages():
     rss = _resident_bytes()
     pbc.flush_malloc_cache()                       # (mapped memory: unmapped at once)
     assert _resident_bytes() <= rss - 3 * 10**6
+
+
+GROWTH_SCRIPT = '''
+import numpy as np
+import pbc
+from pbc.llvm import Float
+x = pbc.arange(Float, 7)
+n = 20_000                       # live values: the tables start at 4096 and double thrice
+ys = [x * float(i) + 1.0 for i in range(n)]
+again = [x * float(i) + 1.0 for i in range(n)]
+assert all(a.index == b.index for a, b in zip(ys, again))     # each still numbered
+assert len({y.index for y in ys}) == n
+picked = ys[::997]
+pbc.eval(picked)
+for i, y in zip(range(0, n, 997), picked):
+    np.testing.assert_array_equal(y.numpy(), np.arange(7, dtype=np.float32) * i + 1)
+print('OK')
+'''
+
+
+def test_value_numbering_survives_the_trace_tables_growing():
+    # In a fresh process, where the tables (the variables, the value-numbering table)
+    # start small: growing moves them, and every value keeps its number and its data.
+    env = dict(os.environ)
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env['PYTHONPATH'] = root + os.pathsep + env.get('PYTHONPATH', '')
+    res = subprocess.run([sys.executable, '-c', GROWTH_SCRIPT], env=env, capture_output=True,
+                         text=True, timeout=120)
+    assert res.stdout.strip() == 'OK', res.stderr[-2000:]
 
 
 def test_deep_trace_does_not_recurse():
