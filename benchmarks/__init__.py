@@ -69,11 +69,15 @@ ROUNDS = int(os.environ.get('PBC_BENCH_ROUNDS', '3'))
 def best_of_rounds(children, rounds=ROUNDS):
     """{name: figures} for children {name: (module, args, env)}: each runs `rounds` times
     (run_child), in turn with the others, so that the slow spells of a shared host fall
-    on all of them alike; each time (a float) is the best of its rounds, anything else
-    comes from the first round. A child that fails gives {'error': message}."""
+    on all of them alike; every other round runs them in reverse order, as a process may
+    inherit state from its predecessor (on a virtual machine, how much free memory the
+    host still backs: a fresh huge page costs 0.2 ms, or 4-5 ms). Each time (a float)
+    is the best of its rounds, anything else comes from the first round. A child that
+    fails gives {'error': message}."""
     best = {}
-    for _ in range(rounds):
-        for name, (module, args, env) in children.items():
+    for n in range(rounds):
+        order = list(children.items())
+        for name, (module, args, env) in (order if n % 2 == 0 else order[::-1]):
             if 'error' in best.get(name, {}):
                 continue
             r = run_child(module, *args, env=env)

@@ -37,7 +37,7 @@ def test_rounds_alternate_and_keep_the_best_times(monkeypatch):
 
     monkeypatch.setattr(benchmarks, 'run_child', run_child)
     best = benchmarks.best_of_rounds({n: ('m', (n,), None) for n in 'abc'}, rounds=3)
-    assert calls == ['a', 'b', 'c', 'a', 'b', 'a', 'b']
+    assert calls == ['a', 'b', 'c', 'b', 'a', 'a', 'b']      # every other round reversed
     assert best == {'a': {'first': 1.0, 'kernels': 1}, 'b': {'first': 4.0, 'kernels': 1},
                     'c': {'error': 'no such library'}}
 
