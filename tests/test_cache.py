@@ -181,6 +181,30 @@ def test_loop_free_kernels_get_the_short_pipeline(monkeypatch):
     assert after.loops and after.calls and not _short_pipeline(after)
 
 
+def test_a_huge_straight_line_kernel_is_scheduled_without_register_pressure(monkeypatch):
+    # Above HUGE_BLOCK_OPS (lowered here), a loop-free kernel without calls compiles with
+    # LLVM's -misched-regpressure off, and the option is back to its default afterwards.
+    from pbc.backend import llvm_jit
+    llvm_jit.backend()                         # (made first: it sets options of its own)
+    monkeypatch.setattr(llvm_jit, 'HUGE_BLOCK_OPS', 600)
+    options = []
+    set_option = llvm_jit.llvm.set_option
+    monkeypatch.setattr(llvm_jit.llvm, 'set_option',
+                        lambda name, opt: (options.append(opt), set_option(name, opt)))
+    x = np.linspace(-1, 1, 50, dtype=np.float32)
+    results = []
+    for rounds in (100, 400):                  # 303 and 1203 IR ops
+        y, want = Float(x), x.copy()
+        for k in range(rounds):
+            y = y * 0.5 + k
+            want = want * np.float32(0.5) + np.float32(k)
+        pbc.eval(y)
+        np.testing.assert_array_equal(y.numpy(), want)
+        results.append(list(options))
+        options.clear()
+    assert results == [[], ['-misched-regpressure=false', '-misched-regpressure=true']]
+
+
 BATCH_SCRIPT = textwrap.dedent('''
     import pbc, numpy as np
     from pbc.llvm import Float, UInt32
@@ -217,10 +241,10 @@ PARTS_SCRIPT = textwrap.dedent('''
     pbc.set_flag(pbc.JitFlag.KernelHistory, True)
     parent, marks = os.getpid(), tempfile.mkdtemp()
     compile_object = llvm_jit.LLVMBackend._compile_object
-    def spy(self, texts, short):                # (a child leaves a file: its memory is its own)
+    def spy(self, *args):                       # (a child leaves a file: its memory is its own)
         if os.getpid() != parent:
             open(os.path.join(marks, str(os.getpid())), 'w').close()
-        return compile_object(self, texts, short)
+        return compile_object(self, *args)
     llvm_jit.LLVMBackend._compile_object = spy
     x = np.linspace(-1, 1, 7, dtype=np.float32)
     outs = []
