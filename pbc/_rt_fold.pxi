@@ -7,7 +7,7 @@
 # docs/semantics.md and rendered identically by every backend.
 
 from libc.math cimport (sqrtf, sqrt, floorf, floor, ceilf, ceil, truncf, trunc, rintf, rint,
-                        fmaf, fma, fmodf, fmod, isnan)
+                        fmaf, fma, fmodf, fmod, isnan, ldexpf, ldexp, fmin, fmax)
 
 cdef extern from *:
     """
@@ -213,6 +213,7 @@ cdef bint fold_binary(uint16_t op, uint8_t ot, uint64_t a, uint64_t b, uint64_t*
         elif op == OP_MUL: out[0] = from_f32(fa * fb)
         elif op == OP_DIV: out[0] = from_f32(fa / fb)
         elif op == OP_MOD: out[0] = from_f32(fmodf(fa, fb))
+        elif op == OP_LDEXP: out[0] = from_f32(ldexpf(fa, <int> fmax(fmin(fb, 1e4), -1e4)))
         elif op == OP_MIN: out[0] = b if isnan(fa) else (a if (isnan(fb) or fa < fb) else b)
         elif op == OP_MAX: out[0] = b if isnan(fa) else (a if (isnan(fb) or fa > fb) else b)
         elif op == OP_MINIMUM or op == OP_MAXIMUM:
@@ -229,6 +230,7 @@ cdef bint fold_binary(uint16_t op, uint8_t ot, uint64_t a, uint64_t b, uint64_t*
         elif op == OP_MUL: out[0] = from_f64(da * db)
         elif op == OP_DIV: out[0] = from_f64(da / db)
         elif op == OP_MOD: out[0] = from_f64(fmod(da, db))
+        elif op == OP_LDEXP: out[0] = from_f64(ldexp(da, <int> fmax(fmin(db, 1e4), -1e4)))
         elif op == OP_MIN: out[0] = b if isnan(da) else (a if (isnan(db) or da < db) else b)
         elif op == OP_MAX: out[0] = b if isnan(da) else (a if (isnan(db) or da > db) else b)
         elif op == OP_MINIMUM or op == OP_MAXIMUM:

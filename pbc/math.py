@@ -23,7 +23,7 @@ import functools
 import math as _pymath
 
 from . import _runtime
-from ._runtime import ArrayBase, class_for, plain_float_arrays
+from ._runtime import ArrayBase, class_for, op_binary, plain_float_arrays
 from .ad import function as ad_function
 from .routines import (
     abs,
@@ -51,7 +51,6 @@ class _F32:
     sum is the real constant to 2-3x the working precision. A coefficient tuple is a
     polynomial, highest degree first; a pair of tuples is a rational function P/Q."""
     uint, int, mant, bias, mant_mask = 'uint32', 'int32', 23, 127, (1 << 23) - 1
-    magic, magic_bits = 1.5 * 2.0 ** 23, 0x4B400000         # see _to_int
     sqrth_bits, one_bits = 0x3F3504F3, 0x3F800000            # sqrt(1/2), 1.0
     min_normal, sub_scale, sub_shift = 2.0 ** -126, 2.0 ** 25, 25
     pio2 = (_h('0x1.921fb6p+0'), -_h('0x1.777a5cp-25'), -_h('0x1.ee59dap-50'))
@@ -100,7 +99,6 @@ class _F32:
 class _F64:
     """float64 constants (see _F32)."""
     uint, int, mant, bias, mant_mask = 'uint64', 'int64', 52, 1023, (1 << 52) - 1
-    magic, magic_bits = 1.5 * 2.0 ** 52, 0x4338000000000000
     sqrth_bits, one_bits = 0x3FE6A09E667F3BCD, 0x3FF0000000000000
     min_normal, sub_scale, sub_shift = 2.0 ** -1022, 2.0 ** 54, 54
     pio2 = (_h('0x1.921fb54442d18p+0'), _h('0x1.1a62633145c07p-54'),
@@ -194,27 +192,11 @@ def _signbit(x):
     return reinterpret_array(_int(x), x) < 0
 
 
-def _to_int(n):
-    """The integer-valued float array n (|n| < 2^(mant-1)) as an integer array of its width:
-    adding 1.5 * 2^mant moves n into the low mantissa bits. (A float-to-int cast would be
-    saturating, which LLVM scalarizes on x86.)"""
-    k = _K[n.Type]
-    return reinterpret_array(_int(n), n + k.magic) - k.magic_bits
-
-
-def _pow2(n, like):
-    """2**n in like's float type, for an integer array n within the normal exponent range."""
-    k = _K[like.Type]
-    return reinterpret_array(type(like), (n + k.bias) << k.mant)
-
-
 def _scale(p, n):
     """p * 2**n for an integer-valued float n up to twice the exponent range, with a single
-    rounding: p times the first factor stays normal, so overflow, underflow and subnormal
-    results round as IEEE says."""
-    n = _to_int(n)
-    n1 = n >> 1
-    return (p * _pow2(n1, p)) * _pow2(n - n1, p)
+    rounding for p near 1: p times 2**(n >> 1) stays normal, so overflow, underflow and
+    subnormal results round as IEEE says (the op `ldexp`, docs/semantics.md)."""
+    return op_binary('ldexp', p, n)
 
 
 def _clamp(x, lo, hi):

@@ -85,6 +85,8 @@ _ROWS = [
     ('shl',            2, I,         PURE | SHIFT),
     ('shr',            2, I,         PURE | SHIFT),
     ('mulhi',          2, I,         PURE | COMMUTATIVE),
+    # a 2^n for an integer-valued float n, in two exact steps (see docs/semantics.md)
+    ('ldexp',          2, F,         PURE),
     ('eq',             2, B | I | F, PURE | COMMUTATIVE | COMPARISON),
     ('ne',             2, B | I | F, PURE | COMMUTATIVE | COMPARISON),
     ('lt',             2, I | F,     PURE | COMPARISON),

@@ -305,3 +305,38 @@ def test_static_vectors():
     assert np.allclose(p.z.numpy(), [9.0, 16.0])
     p = pbc.power(pbc.abs(v), 0.5)
     assert np.allclose(p.y.numpy(), np.sqrt([1.0, 2.0]), rtol=1e-7)
+
+
+@pytest.mark.parametrize('scalef', [True, False], ids=['scalef', 'two_steps'])
+@pytest.mark.parametrize('dtype', ['float32', 'float64'])
+def test_ldexp_rounds_once(dtype, scalef, monkeypatch):
+    # The scaling behind exp, exp2, sinh, ...: a 2^n rounded once for integer-valued n up to
+    # twice the exponent range, wherever a 2^(n >> 1) is normal (here a in [1, 2) and the
+    # IEEE specials), whether the target scales in one instruction (AVX-512) or in two
+    # steps, and in constant folding alike. NumPy's ldexp is the oracle.
+    from pbc import _runtime
+    from pbc.backend import llvm_jit
+    backend = llvm_jit.backend()
+    if scalef and not backend.scalef:
+        pytest.skip('the host has no AVX-512')
+    monkeypatch.setattr(backend, 'scalef', scalef)
+    pbc.flush_kernel_cache()                  # (kernels of the same trace, rendered the other way)
+    T = Float if dtype == 'float32' else Float64
+    lim = 252 if dtype == 'float32' else 2044
+    rng = np.random.default_rng(5)
+    n = np.arange(-lim, lim + 1).astype(dtype)
+    a = rng.uniform(1, 2, n.size).astype(dtype)
+    a[:6] = [0.0, -0.0, np.inf, -np.inf, np.nan, -1.5]
+    with np.errstate(over='ignore'):
+        want = np.ldexp(a, n.astype(np.int32))
+        wants = {k: np.ldexp(a, k) for k in (-lim, -150, 0, 129, lim)}
+    got = _runtime.op_binary('ldexp', T(a), T(n)).numpy()
+    np.testing.assert_array_equal(got.view(f'u{a.itemsize}'), want.view(f'u{a.itemsize}'))
+    # One exponent for every lane (computed once per kernel), and literals (folded).
+    for k, want in wants.items():
+        got = _runtime.op_binary('ldexp', T(a), T(np.full(1, k, dtype))).numpy()
+        np.testing.assert_array_equal(got, want)
+        folded = _runtime.op_binary('ldexp', T(a[7]), T(float(k)))
+        assert folded.state == pbc.VarState.Literal
+        np.testing.assert_array_equal(folded.numpy(), want[7:8])
+    pbc.flush_kernel_cache()

@@ -7,6 +7,7 @@ Whether they compute the right values needs a GPU; here ptxas checks the text.
 import numpy as np
 
 import pbc
+from pbc import _runtime
 from pbc.backend import ptx_render
 from pbc.evaluate import take_kernels
 from pbc.kernel import Instr, Kernel, Param
@@ -73,6 +74,7 @@ def op_cases(rng):
         if kind == 'f':
             for fn in ('sqrt', 'floor', 'ceil', 'round', 'trunc'):
                 add(f'{t}_{fn}', lambda a=a, fn=fn: getattr(pbc, fn)(a))
+            add(f'{t}_ldexp', lambda a=a, b=b: _runtime.op_binary('ldexp', a, pbc.round(b)))
         if kind == 'i':
             for fn in ('popcnt', 'lzcnt', 'tzcnt'):
                 add(f'{t}_{fn}', lambda a=a, fn=fn: getattr(pbc, fn)(a))

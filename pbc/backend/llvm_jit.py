@@ -151,6 +151,9 @@ class LLVMBackend:
         feats = set(self.features.split(','))
         # One SIMD register of 32-bit lanes: 16 on AVX-512, 8 on AVX/AVX2, 4 otherwise.
         self.width = 16 if '+avx512f' in feats else (8 if '+avx' in feats else 4)
+        # AVX-512 scales by powers of two in one instruction (llvm_render.SCALEF), also on
+        # the 128- and 256-bit vectors of narrow kernels (VL).
+        self.scalef = '+avx512f' in feats and '+avx512vl' in feats
         target = llvm.Target.from_default_triple()
         self.tm = target.create_target_machine(cpu=self.cpu, features=self.features, opt=3,
                                                jit=True, codemodel='small', reloc='pic')
@@ -224,7 +227,7 @@ class LLVMBackend:
     def _compile_many(self, jobs):
         rendered = []                     # (text, short pipeline, cache key) per job
         for kernel, _, _ in jobs:
-            text = render(kernel, self.lanes(kernel))
+            text = render(kernel, self.lanes(kernel), self.scalef)
             short = _short_pipeline(kernel)
             rendered.append((text, short, self._cache_key(text, short)))
         hits, times = ['memory'] * len(jobs), [0.0] * len(jobs)

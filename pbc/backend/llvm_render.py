@@ -51,6 +51,21 @@ _MULHI = ('{r}.a = {ext} {T} {a} to {T2}\n{r}.b = {ext} {T} {b} to {T2}\n'
           '{r}.p = mul {T2} {r}.a, {r}.b\n{r}.h = lshr {T2} {r}.p, {shift2}\n'
           '{r} = trunc {T2} {r}.h to {T}')
 
+# a 2^n in two steps, a 2^h 2^(n - h) with h = n >> 1: each power of two is built from its
+# exponent bits, so n must keep both in the normal range (see docs/semantics.md). (fptosi
+# is poison out of range: freeze keeps that from reaching anything but the result.)
+_LDEXP = ('{r}.n = fptosi {T} {b} to {I}\n{r}.nf = freeze {I} {r}.n\n'
+          '{r}.h = ashr {I} {r}.nf, {i1}\n{r}.k = sub {I} {r}.nf, {r}.h\n'
+          '{r}.he = add {I} {r}.h, {bias}\n{r}.hb = shl {I} {r}.he, {mbits}\n'
+          '{r}.hf = bitcast {I} {r}.hb to {T}\n{r}.ke = add {I} {r}.k, {bias}\n'
+          '{r}.kb = shl {I} {r}.ke, {mbits}\n{r}.kf = bitcast {I} {r}.kb to {T}\n'
+          '{r}.m = fmul {T} {a}, {r}.hf\n{r} = fmul {T} {r}.m, {r}.kf')
+# ... or in one, where the target scales by a power of two in one instruction (AVX-512's
+# vscalefps/pd: LLVM lowers llvm.ldexp to it, elsewhere to a libm call per lane).
+SCALEF = {'ldexp': {'f': 'declare {T} @llvm.ldexp.{V}.{VE}({T}, {E})\n'
+                         '{r}.n = fptosi {T} {b} to {E}\n{r}.nf = freeze {E} {r}.n\n'
+                         '{r} = call {T} @llvm.ldexp.{V}.{VE}({T} {a}, {E} {r}.nf)'}}
+
 
 def _bitwise(op):
     t = f'{{r}} = {op} {{T}} {{a}}, {{b}}'
@@ -99,6 +114,7 @@ TEMPLATES = {
                  '{r}.b2 = select {M} {r}.big, {T} {nbits1}, {T} {b}\n'
                  '{r} = ashr {T} {a}, {r}.b2'},
     'mulhi': {'i': _MULHI.replace('{ext}', 'sext'), 'u': _MULHI.replace('{ext}', 'zext')},
+    'ldexp': {'f': _LDEXP},
     'fma': {'f': _call('fma', 3), 'i': '{r}.p = mul {T} {a}, {b}\n{r} = add {T} {r}.p, {c}'},
     'select': {k: '{r} = select {M} {a}, {T} {b}, {T} {c}' for k in 'fiub'},
 }
@@ -156,10 +172,20 @@ def scalar_constant(tname, bits):
     return str(bits - (1 << width) if bits >> (width - 1) else bits)
 
 
+def _exponent_fields(s):
+    """{i1} {bias} {mbits}: integers for building a float of scalar type s from its
+    exponent (empty for other types)."""
+    if s not in ('float', 'double'):
+        return {}
+    return dict(i1='1', bias='127' if s == 'float' else '1023',
+                mbits='23' if s == 'float' else '52')
+
+
 class _Renderer:
-    def __init__(self, kernel, width):
+    def __init__(self, kernel, width, scalef):
         self.k = kernel
         self.W = width
+        self.scalef = scalef
         self.names = []          # register -> operand text
         self.snames = {}         # uniform register -> its scalar operand text
         self.loop_phis = {}      # loop number -> (preheader block, [(line, phi register)])
@@ -233,7 +259,9 @@ class _Renderer:
                 one=self.const(kind_type, one), ones=self.splat(s, 'true' if s == 'i1' else '-1'),
                 nbits=self.splat(s, str(bits)), nbits1=self.splat(s, str(bits - 1)),
                 I=self.vec(f'i{bits}'), T2=self.vec(f'i{2 * bits}'),
-                shift2=self.splat(f'i{2 * bits}', str(bits)))
+                shift2=self.splat(f'i{2 * bits}', str(bits)), E=self.vec('i32'),
+                VE=f'v{self.W}i32', **{key: self.splat(f'i{bits}', value)
+                                       for key, value in _exponent_fields(s).items()})
         return f
 
     def scalar_fields(self, kind_type):
@@ -244,7 +272,8 @@ class _Renderer:
                                                else 0x3FF0000000000000)
         return dict(T=s, V=MANGLE[s], M='i1', one=scalar_constant(kind_type, one),
                     ones='true' if s == 'i1' else '-1', nbits=str(bits), nbits1=str(bits - 1),
-                    I=f'i{bits}', T2=f'i{2 * bits}', shift2=str(bits))
+                    I=f'i{bits}', T2=f'i{2 * bits}', shift2=str(bits), E='i32', VE='i32',
+                    **_exponent_fields(s))
 
     def splat_to(self, name, s, scalar):
         """Defines vector `name` as `scalar` in every lane, in the current block."""
@@ -290,6 +319,8 @@ class _Renderer:
             templates = TEMPLATES
             if ins.op in SHIFT_BY_LITERAL and self.literal_below_width(args[1], ins.type):
                 templates = SHIFT_BY_LITERAL
+            elif ins.op in SCALEF and self.scalef:
+                templates = SCALEF
             self.body.append(self.specialize(ins.op, kt, uniform, templates).format(
                 r=r + '.s' if uniform else r, a=names[args[0]],
                 b=names[args[1]] if len(args) > 1 else '',
@@ -868,9 +899,10 @@ class _Renderer:
         self._per_lane(r, f'{r}.m', lines)
 
 
-def render(kernel, width):
-    """LLVM IR text of `kernel` with `width` lanes per vector."""
+def render(kernel, width, scalef=False):
+    """LLVM IR text of `kernel` with `width` lanes per vector (scalef: the target scales
+    by powers of two in one instruction, see SCALEF)."""
     if width > MAX_LANES:
         raise ValueError(f'pbc: {width} lanes per vector; buffers are padded for '
                          f'{MAX_LANES} at most')
-    return _Renderer(kernel, width).render()
+    return _Renderer(kernel, width, scalef).render()

@@ -170,6 +170,14 @@ TEMPLATES = {
     'shl': {'i': _SHIFT.replace('{op}', 'shl.{x}')},
     'shr': {'u': _SHIFT.replace('{op}', 'shr.{u}'), 'i': _SHIFT.replace('{op}', 'shr.{s}')},
     'mulhi': {'i': 'mul.hi.{s} {r}, {a}, {b}', 'u': 'mul.hi.{u} {r}, {a}, {b}'},
+    # a 2^h 2^(n - h), h = n >> 1, the powers of two built from their exponent bits (as the
+    # LLVM renderer's two steps)
+    'ldexp': {'f': '.reg .{s} {r}_n, {r}_h, {r}_k\n.reg .{x} {r}_hb, {r}_kb\n.reg .{f} {r}_m\n'
+                   'cvt.rzi.{s}.{f} {r}_n, {b}\nshr.{s} {r}_h, {r}_n, 1\n'
+                   'sub.{s} {r}_k, {r}_n, {r}_h\nadd.{s} {r}_h, {r}_h, {bias}\n'
+                   'shl.{x} {r}_hb, {r}_h, {mbits}\nadd.{s} {r}_k, {r}_k, {bias}\n'
+                   'shl.{x} {r}_kb, {r}_k, {mbits}\n'
+                   'mul.rn{ftz}.{f} {r}_m, {a}, {r}_hb\nmul.rn{ftz}.{f} {r}, {r}_m, {r}_kb'},
     'fma': {'f': 'fma.rn{ftz}.{f} {r}, {a}, {b}, {c}', 'i': 'mad.lo.{s} {r}, {a}, {b}, {c}'},
     # selp has no .pred form: Bool selects are (a & b) | (!a & c).
     'select': {'i': 'selp.{x} {r}, {b}, {c}, {a}', 'f': 'selp.{x} {r}, {b}, {c}, {a}',
