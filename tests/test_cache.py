@@ -103,8 +103,8 @@ def test_flush_kernel_cache():
 def test_vector_width_follows_the_dependence_chains():
     # Two registers per vector for a kernel that is one dependent chain (they hide its
     # latency) or that scatters, one for straight-line code with independent work to
-    # overlap (sin); on few lanes, two for a straight-line chain or scatter, one for a loop
-    # (its compile time would not pay).
+    # overlap (sin) and for calls outside loops; on few lanes, two for a straight-line
+    # chain or scatter, one for a loop (its compile time would not pay).
     from pbc.backend.llvm_jit import backend
     be = backend()
 
@@ -135,6 +135,13 @@ def test_vector_width_follows_the_dependence_chains():
 
     assert width(loop) == 2 * be.width
     assert width(scatter) == 2 * be.width
+    # A call of several codes: narrow (compile time), but wide inside a loop.
+    index = pbc.arange(UInt32, len(x)) % 3
+    codes = [lambda v: v * 2 + 1, pbc.sin, lambda v: v * v]
+    assert width(lambda: pbc.switch(index, codes, x)) == be.width
+    assert width(lambda: pbc.while_loop(
+        (x, UInt32(0)), lambda v, i: i < 3,
+        lambda v, i: (pbc.switch(index, codes, v), i + 1), mode='symbolic')[0]) == 2 * be.width
     x = pbc.arange(Float, 1000)              # few lanes
     assert width(chain) == 2 * be.width
     assert width(scatter) == 2 * be.width

@@ -179,10 +179,12 @@ class LLVMBackend:
         """Vector width for `kernel`: two registers' worth where that hides latency. Each
         vector op then becomes two independent instructions, which pays off where the code
         is one dependent chain: loops above all (about 2x on x = (x + 1) ^ x, 1.3x on the
-        ambient occlusion sample), whose chains run through every iteration, short
-        straight-line chains (an unrolled loop), and symbolic calls of several codes, whose
-        targets then run once for twice the lanes (8 series targets: 4.5 -> 2.7 ms); a call
-        of one code runs it once per vector either way. Other straight-line
+        ambient occlusion sample), whose chains run through every iteration, and short
+        straight-line chains (an unrolled loop). Symbolic calls of several codes outside
+        loops stay narrow: two registers ran their targets once for twice the lanes (8
+        series targets, warm 2.6 -> 1.6 ms; Dr.Jit 3.7) but compiled 15-25% longer, which
+        outweighed it in a first call (5 codes of `i mod 5`: 12.3 -> 13.2 ms; Dr.Jit 12.8).
+        Other straight-line
         code has independent work to overlap already, or is too short for latency to
         matter: there two registers only cost compile time and registers (sin, exp and log,
         about 2.5 instructions per step, ran 7-13% slower; a reverse-mode gradient with 1.8
@@ -201,8 +203,7 @@ class LLVMBackend:
             wide = kernel.ir_ops <= WIDE_LIMIT_LOOPS
         else:
             wide = kernel.ir_ops <= WIDE_LIMIT and (
-                any(call.codes > 1 for call in kernel.calls) or _is_chain(kernel)
-                or (not kernel.calls and _scatters(kernel)))
+                _is_chain(kernel) or (not kernel.calls and _scatters(kernel)))
         return self.width * 2 if wide else self.width
 
     def lookup(self, group_key):
