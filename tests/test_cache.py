@@ -188,11 +188,14 @@ def test_loop_free_kernels_get_the_short_pipeline(monkeypatch):
     assert after.loops and after.calls and not _short_pipeline(after)
 
 
-def test_a_huge_straight_line_kernel_is_scheduled_without_register_pressure(monkeypatch):
+def test_a_huge_straight_line_kernel_is_scheduled_without_register_pressure(monkeypatch,
+                                                                            tmp_path):
     # Above HUGE_BLOCK_OPS (lowered here), a loop-free kernel without calls compiles with
     # LLVM's -misched-regpressure off, and the option is back to its default afterwards.
     from pbc.backend import llvm_jit
-    llvm_jit.backend()                         # (made first: it sets options of its own)
+    from pbc.backend.disk_cache import DiskCache
+    be = llvm_jit.backend()                    # (made first: it sets options of its own)
+    monkeypatch.setattr(be, 'disk', DiskCache(str(tmp_path)))    # (compiled, not loaded)
     monkeypatch.setattr(llvm_jit, 'HUGE_BLOCK_OPS', 600)
     options = []
     set_option = llvm_jit.llvm.set_option
