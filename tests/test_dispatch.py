@@ -597,6 +597,36 @@ def _subroutines(ir):
     return out
 
 
+def test_pointer_tables_are_built_once_and_passed_to_the_targets():
+    # Targets that gather from their instance's arrays read them through per-lane pointer
+    # tables (addresses and sizes of every instance's buffer): the kernel's entry builds
+    # them once, and each target's function takes them as parameters.
+    class Texture(pbc.Object):
+        def __init__(self, values):
+            self.values = Float(values)
+
+        def lookup(self, i):
+            return pbc.gather(Float, self.values, i)
+
+    class Scaled(Texture):
+        def lookup(self, i):
+            return pbc.gather(Float, self.values, i) * 2
+
+    objs = [Texture([1, 2, 3]), Scaled([4, 5, 6]), Texture([7, 8, 9])]
+    ptrs = Ptr[Texture]([objs[k % 3] for k in range(12)])
+    i = UInt32(np.arange(12, dtype=np.uint32) % 3)
+    y = ptrs.lookup(i)
+    pbc.schedule(y)
+    kernel, = pbc.evaluate.take_kernels()
+    from pbc.backend.llvm_render import render
+    ir = render(kernel, 8)
+    assert ir.count(' = alloca [3 x ptr]') == 1 and ir.count(' = alloca [3 x i64]') == 1
+    functions = [line for line in ir.splitlines() if line.startswith('define internal')]
+    assert len(functions) == 2 and all('.tab, ptr %lp' in f for f in functions)
+    want = [[1, 2, 3], [8, 10, 12], [7, 8, 9]]
+    assert y.numpy().tolist() == [want[k % 3][k % 3] for k in range(12)]
+
+
 def test_call_inputs_are_the_subroutine_parameters():
     # Assembly lists what each target reads from its caller: operands, outputs passed
     # through unchanged, and what a nested call's targets read. They are its subroutine's

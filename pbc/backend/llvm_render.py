@@ -191,6 +191,7 @@ class _Renderer:
         self.loop_phis = {}      # loop number -> (preheader block, [(line, phi register)])
         self.call_state = {}     # call number -> (preheader, phi lines, [(block, outputs)])
         self.prologue = []       # loads of the parameter slots (repeated in every function)
+        self.tables = []         # the lane_ptr tables (built once, passed to every function)
         self.functions = []      # call targets' functions
         self.outer = []          # (body, block) of the code that a target's function interrupts
         self.decls = {}
@@ -292,10 +293,10 @@ class _Renderer:
             if p.kind == 'size':
                 self.entry.append(f'  %p{slot}.t = trunc i64 %p{slot} to i32')
                 self.entry_splat(f'%sz{slot - 1}', 'i32', f'%p{slot}.t')
+        self.prologue = list(self.entry)
         for reg, ins in enumerate(k.instrs):
             if ins.op == 'lane_ptr':
                 self.pointer_tables(reg, ins)
-        self.prologue = list(self.entry)
         self.entry_splat('%end.v', 'i64', '%end')
         iota = ', '.join(f'i64 {i}' for i in range(self.W))
         self.body += ['  %index.v0 = insertelement ' + self.vec('i64') + ' poison, i64 %index, '
@@ -382,10 +383,13 @@ class _Renderer:
         self.names[reg] = f'%p{ins.slot}'
 
     def pointer_tables(self, reg, ins):
-        """The addresses and sizes of a lane_ptr's buffers as two stack arrays, built in
-        the prologue (so in every function; LLVM drops them where unused)."""
+        """The addresses and sizes of a lane_ptr's buffers as two stack arrays, built once
+        in the kernel's entry and passed to the call targets' functions (built in each, the
+        tables of 18 material instances made a third of a 4-bounce kernel's IR, and its
+        instruction selection time)."""
         slots = [self.k.instrs[p].slot for p in ins.args[1:]]
         n, t = len(slots), f'%lp{reg}'
+        self.tables += [f'{t}.tab', f'{t}.sizes']
         self.entry += [f'  {t}.tab = alloca [{n} x ptr], align 8',
                        f'  {t}.sizes = alloca [{n} x i64], align 8']
         for j, slot in enumerate(slots):
@@ -800,12 +804,13 @@ class _Renderer:
         ret.append(f'  ret {rtype} %ret.{len(outs) - 1}' if outs else '  ret void')
         free = self.target_params(self.k.calls[n].inputs[t])
         params = ', '.join(f'{T} {v}' for v, T in free)
-        fixed = f'ptr noalias %params, {self.masks} %active, {self.masks} %C{n}.m'
+        tables = ''.join(f', ptr {table}' for table in self.tables)
+        fixed = f'ptr noalias %params, {self.masks} %active, {self.masks} %C{n}.m{tables}'
         self.functions += [f'define internal fastcc {rtype} {f}({fixed}{", " if free else ""}'
                            f'{params}) {attrs} {{', f'C{n}.t{t}.entry:', *self.prologue,
                            *body, *ret, '}', '']
         call = (f'call fastcc {rtype} {f}(ptr %params, {self.masks} %active, '
-                f'{self.masks} %C{n}.m{", " if free else ""}{params})')
+                f'{self.masks} %C{n}.m{tables}{", " if free else ""}{params})')
         self.body.append(f'  {c} = {call}' if outs else f'  {call}')
         values = iter(range(len(outs)))
         merged = []
