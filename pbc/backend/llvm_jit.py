@@ -184,18 +184,17 @@ class LLVMBackend:
         loops stay narrow: two registers ran their targets once for twice the lanes (8
         series targets, warm 2.6 -> 1.6 ms; Dr.Jit 3.7) but compiled 15-25% longer, which
         outweighed it in a first call (5 codes of `i mod 5`: 12.3 -> 13.2 ms; Dr.Jit 12.8).
-        Other straight-line
-        code has independent work to overlap already, or is too short for latency to
-        matter: there two registers only cost compile time and registers (sin, exp and log,
-        about 2.5 instructions per step, ran 7-13% slower; a reverse-mode gradient with 1.8
-        ran 1.3x faster). Long kernels keep one register either way (compile time), and so
-        do kernels launched on few lanes with loops or calls, which run too briefly to pay
-        for their compile time. Straight-line code that scatters is wide at any size, as
-        its scatter holds back the next vector's loads (an evaluated call's target that
-        gathers, computes sin and exp and scatters, 15.6k lanes on one thread: 47.7 ->
-        40.6 us, Dr.Jit 44.8), and so is a straight-line chain on few lanes (64 series
-        targets of 15.6k lanes, evaluated: warm 5.3 -> 4.2 ms, first call 206 -> 275 ms;
-        Dr.Jit 4.6 and 370)."""
+        Other straight-line code has independent work to overlap already, or is too short
+        for latency to matter: there two registers only cost compile time and registers
+        (sin, exp and log, about 2.5 instructions per step, ran 7-13% slower; a reverse-mode
+        gradient with 1.8 ran 1.3x faster). Long kernels keep one register either way
+        (compile time), and so do kernels launched on few lanes with loops or calls, which
+        run too briefly to pay for their compile time. Straight-line code that scatters is
+        wide at any size, as its scatter holds back the next vector's loads (an evaluated
+        call's target that gathers, computes sin and exp and scatters, 15.6k lanes on one
+        thread: 47.7 -> 40.6 us, Dr.Jit 44.8), and so is a straight-line chain on few lanes
+        (64 series targets of 15.6k lanes, evaluated: warm 5.3 -> 4.2 ms, first call 206 ->
+        275 ms; Dr.Jit 4.6 and 370)."""
         if kernel.few_lanes:
             wide = not kernel.loops and not kernel.calls and kernel.ir_ops <= WIDE_LIMIT \
                 and (_is_chain(kernel) or _scatters(kernel))
