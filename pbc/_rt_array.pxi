@@ -481,6 +481,15 @@ cdef void assign_from(ArrayBase dst, ArrayBase src) except *:
     dst._index = src._index
     ad_take(dst, src)
 
+def swap_contents(ArrayBase a, ArrayBase b):
+    """a and b (of one type) exchange their variables and AD nodes: no reference changes
+    hands, no scope applies (a loop's derivative shows its body the arrays it read, as they
+    were, and then puts them back; pbc/ad/loop.py)."""
+    if type(a) is not type(b):
+        raise TypeError('pbc: internal error: swap_contents() of arrays of two types')
+    a._index, b._index = b._index, a._index
+    a._ad, b._ad = b._ad, a._ad
+
 cdef object inplace(ArrayBase self, object r):
     if r is NotImplemented or type(r) is not type(self):
         return r

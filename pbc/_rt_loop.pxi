@@ -108,6 +108,14 @@ cdef void move_scope_entries(dict table, uint32_t start, uint32_t parent, bint d
         else:
             del table[t]
 
+# While a loop's derivative records the body again (pbc/ad/loop.py), the body's side effects
+# (scatters, prints) are not recorded: the loop itself performed them.
+cdef int effects_suppressed = 0
+
+def suppress_effects(bint on):
+    global effects_suppressed
+    effects_suppressed += 1 if on else -1
+
 cdef void queue_effect(uint32_t s) noexcept:
     """Queues side effect s (taking over its reference): into the innermost loop being
     recorded, or for the next eval."""

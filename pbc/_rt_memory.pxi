@@ -220,9 +220,16 @@ def scatter(ArrayBase target, value, index, active=True, int reduce=0, bint disj
     Where the target or the value carries derivatives, the target's new value gets a node
     whose operands are its old value and the value written (a min/max reduction's rule also
     reads both values and the result: the gradient goes to what won)."""
+    if effects_suppressed:
+        return                         # (a loop's derivative records the body again)
     cdef uint32_t st = ad_src(target) if ad_live else 0
     cdef uint32_t sv = ad_src(value) if ad_live else 0
     cdef bint minmax = reduce == 3 or reduce == 4
+    if (st or sv) and not scope_stack.empty():
+        raise NotImplementedError(
+            'pbc.scatter: derivatives of a scatter inside a symbolic loop or call are not '
+            'supported yet (its target or value carries derivatives): run the loop or call '
+            'in evaluated mode, or detach them with pbc.detach()')
     cdef uint32_t old, n
     cdef int k
     if (st or sv) and reduce > 1 and not minmax:
@@ -283,6 +290,8 @@ def device_print(list values, active, deliver, uint64_t limit):
     """Queues a symbolic print of `values` (flat arrays) for every active lane. The kernel
     keeps the first `limit` rows of values; after it runs, deliver(rows, count) gets them
     as a (rows, len(values)) uint64 array of their bits and the number of rows offered."""
+    if effects_suppressed:
+        return
     cdef ArrayBase ref = next(x for x in values + [active] if isinstance(x, ArrayBase))
     cdef uint8_t be = ref._backend
     cdef vector[uint32_t] deps

@@ -9,6 +9,7 @@ The `@pbc.syntax` frontend rewrites `while` and `if` statements into calls of th
 
 from . import _runtime
 from ._runtime import ArrayBase
+from .ad import loop as ad_loop
 from .errors import (
     SizeError,
     StateError,
@@ -167,6 +168,11 @@ def while_loop(state, cond, body, labels=(), label=None, mode=None, max_iteratio
     stash = _runtime.stash_refs(flatten(state)[0])
     try:
         if not evaluated:
+            if ad_loop.tracked():
+                return ad_loop.symbolic_loop(
+                    state, cond, body,
+                    lambda co, b: _symbolic_loop(state, co, b, names, c, strict),
+                    max_iterations)
             return _symbolic_loop(state, cond, body, names, c, strict)
         if compress:
             return _compressed_loop(state, cond, body, names, c, strict)

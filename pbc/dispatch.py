@@ -267,6 +267,12 @@ def _call(selector, targets, args, mode, what, mask=None):
         # (without an outer mask, lanes with selector 0 select nothing already)
         keys = selector if outer is None else select(active, selector, 0)
         return _evaluated(keys, targets, args, flat, what)
+    if _runtime.ad_tracked(flat[0]):
+        # (the targets would see the arguments without derivatives: a silent zero)
+        raise NotImplementedError(
+            f'pbc: {what}: derivatives through symbolic calls are not supported yet (an '
+            "argument carries derivatives). Call in evaluated mode (mode='evaluated'), or use "
+            'pbc.detach() or pbc.suspend_grad() for values whose derivatives are not needed')
     return _symbolic(selector, active, targets, flat, what)
 
 

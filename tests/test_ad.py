@@ -592,15 +592,6 @@ def test_evaluated_loops_and_conditionals_differentiate():
     assert pbc.grad(x).numpy().tolist() == [1, 12]
 
 
-def test_symbolic_loop_over_derivatives_is_a_clear_error():
-    x = Float([1.0, 2.0])
-    pbc.enable_grad(x)
-    with pytest.raises(RuntimeError, match='not supported yet'):
-        _power_loop(x, 'symbolic')
-    with pbc.suspend_grad():
-        assert _power_loop(x, 'symbolic').numpy().tolist() == [1, 16]
-
-
 def test_width_one_seeds_and_tangents_stand_for_every_lane():
     # A gradient of width 1 on a wide node is a broadcast: reverse mode sums it over the
     # lanes into a width-1 input, forward mode gathers it lane by lane.

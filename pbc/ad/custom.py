@@ -128,10 +128,12 @@ def _link(op, args, kwargs, output, implicit):
     theirs; returns the output structure."""
     inputs = []
     for a in (*tree.leaves(args), *tree.leaves(kwargs), *tree.leaves(op._more_in)):
-        n = _runtime.ad_node_of(a)
-        if n and n not in inputs:
+        # (inside a collecting scope, the body of a symbolic loop whose derivative is made
+        # later, the enclosing op takes the inputs, and this one makes no node)
+        n = _runtime.ad_index(a) if isinstance(a, ArrayBase) else 0
+        if n and n not in inputs and _runtime.ad_enabled_here(n):
             inputs.append(n)
-    inputs += sorted(n for n in implicit if n not in inputs)
+    inputs += sorted(n for n in implicit if n not in inputs and _runtime.ad_enabled_here(n))
     leaves, build = tree.flatten(output)
     leaves = [_runtime.ad_detached(a) if _float(a) else a for a in leaves]
     more = [a for a in tree.leaves(op._more_out) if _float(a)]

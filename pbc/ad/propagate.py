@@ -22,11 +22,13 @@ class ADFlag(enum.IntFlag):
     AllowNoGrad = 8       # no error when the argument carries no derivatives
 
 
-def accumulate(node, g):
+def accumulate(node, g, wide=False):
     """Adds g to node's gradient, converted to its type and width: summed over lanes for a
     node of width 1 (which was broadcast in the operation), broadcast for a gradient of
     width 1 (a seed or a constant partial) on a wider node. Gradients always have their
-    node's width, so rules such as a gather's read them lane by lane."""
+    node's width, so rules such as a gather's read them lane by lane; but with `wide` (a
+    traversal inside a symbolic loop's body, whose width-1 values stand for every lane, and
+    where no reduction can run), a width-1 node keeps a wide gradient."""
     old = _runtime.ad_grad(node)
     size = _runtime.ad_size(node)
     if isinstance(g, rules.Product) and old is not None and \
@@ -38,20 +40,32 @@ def accumulate(node, g):
         if size != 1 and len(g) != 1:
             raise RuntimeError(f'pbc: attempted to store a gradient of size {len(g)} into '
                                f'AD variable of size {size}')
+        if size == 1 and wide:
+            _runtime.ad_set_grad(node, g if old is None else old + g)
+            return
         g = _runtime.reduce(g, 'sum') if size == 1 else rules.widen(g, size)
     _runtime.ad_set_grad(node, g if old is None else old + g)
 
 
-def traverse(starts, backward, toward_inputs, flags):
+def traverse(starts, backward, toward_inputs, flags, since=0, outer=()):
     """Propagates over the nodes that nodes `starts` reach (toward the inputs, or toward
-    what is computed from them), backward or forward."""
+    what is computed from them), backward or forward. With `since` (a serial number: a
+    forward traversal inside the body of a symbolic loop being recorded, pbc/ad/loop.py),
+    only the nodes made since then propagate: the starts' tangents are seeds, read as the
+    enclosing traversal left them, and the nodes outside the body are left alone, but for
+    those in `outer` (the body's implicit inputs), which receive gradients (backward)."""
     order = _runtime.ad_order(list(starts), toward_inputs)
+    if since:
+        keep = set(starts) | set(outer)
+        order = [n for n in order if n in keep or _runtime.ad_serial_of(n) >= since]
     inside = set(order)
     propagated = set()             # nodes whose gradient was passed on
     edges = []                     # (node, operand) traversed
-    boundary = _runtime.ad_boundary()
+    boundary = _runtime.ad_boundary() if not since else None
     postpone = boundary if backward else None
     for n in (reversed(order) if backward else order):
+        if since and _runtime.ad_serial_of(n) < since:
+            continue
         srcs = [s if s in inside else 0 for s in _runtime.ad_sources(n)]
         if not any(srcs):
             continue
@@ -74,7 +88,7 @@ def traverse(starts, backward, toward_inputs, flags):
             parts = rules.backward(rules.RULES[node.rule], node, g, [bool(s) for s in srcs])
             for s, p in zip(srcs, parts):
                 if s and p is not None:
-                    accumulate(s, p)
+                    accumulate(s, p, wide=bool(since))
             propagated.add(n)
         else:
             tangents = [_runtime.ad_grad(s) if s else None for s in srcs]

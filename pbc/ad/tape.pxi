@@ -72,9 +72,14 @@ cdef class ADScope:
     An isolation boundary (`isolate`) also stops backward traversals at the nodes created
     before it (`serial`), which are `postponed` until the scope ends. A scope that
     collects (`implicit` is a set) enables nothing and notes every node whose derivatives
-    were asked for: the implicit inputs of a custom op's eval."""
+    were asked for: the implicit inputs of a custom op's eval. A `local` scope, entered
+    inside the body of a symbolic loop being recorded (at `recording` depth), lets that body
+    record nodes of its own: derivative code that a traversal inside the body turns into
+    code of the body (pbc/ad/loop.py)."""
     cdef public bint complement
     cdef public bint isolate
+    cdef public bint local
+    cdef public size_t recording
     cdef public uint64_t serial
     cdef public set nodes           # node ids; the scope holds a reference to each
     cdef public set postponed       # node ids; the scope holds a reference to each
@@ -121,6 +126,11 @@ cdef bint ad_allows(uint32_t n) except -1:
         return False
     return ad_scope_enables(s, n)
 
+cdef bint ad_in_collector() noexcept:
+    """Whether the innermost scope collects (a symbolic loop's body being recorded without
+    derivatives, pbc/ad/loop.py, or a custom op's eval)."""
+    return ad_scope_depth != 0 and (<ADScope> ad_scopes[ad_scope_depth - 1]).implicit is not None
+
 cdef inline bint ad_enables_nothing(ADScope s) noexcept:
     return not s.complement and not s.nodes
 
@@ -134,13 +144,16 @@ cdef inline uint32_t ad_src(object x) except? 0:
         return 0
     return n
 
-def ad_scope_push(bint complement, bint isolate, nodes, bint collect=False):
+def ad_scope_push(bint complement, bint isolate, nodes, bint collect=False,
+                  bint local=False):
     """Enters a scope enabling the nodes `nodes` (or, with `complement`, all others), or,
-    with `collect`, none, noting those whose derivatives are asked for."""
+    with `collect`, none, noting those whose derivatives are asked for. A `local` scope
+    records nodes inside the symbolic body being recorded now (see ADScope)."""
     global ad_scope_depth
     cdef ADScope s = ADScope()
     s.complement, s.isolate, s.nodes, s.postponed = complement, isolate, set(), set()
     s.implicit = set() if collect else None
+    s.local, s.recording = local, scope_stack.size()
     s.serial = ad_serial + 1
     cdef uint32_t n
     for n in nodes:
@@ -158,6 +171,41 @@ def ad_scope_pop():
 
 def ad_scope_current():
     return ad_scopes[ad_scope_depth - 1] if ad_scope_depth else None
+
+def ad_enables_nothing_here():
+    """Whether the innermost scope enables no derivatives without collecting them
+    (suspend_grad()): operations here record nothing and ask about nothing."""
+    if ad_scope_depth == 0:
+        return False
+    cdef ADScope s = <ADScope> ad_scopes[ad_scope_depth - 1]
+    return s.implicit is None and ad_enables_nothing(s)
+
+def ad_collecting():
+    """Whether the innermost scope collects (a custom op's eval)."""
+    return ad_in_collector()
+
+def ad_outer_sources(uint64_t since):
+    """The nodes made before serial number `since` that nodes made since then have as
+    operands (what the body of a symbolic loop recorded from then on read from outside)."""
+    cdef set out = set()
+    cdef uint32_t n, s
+    cdef int k
+    for n in range(1, ad_nodes.size()):
+        if ad_nodes[n].serial < since:
+            continue
+        for k in range(3):
+            s = ad_nodes[n].src[k]
+            if s and ad_nodes[s].serial < since:
+                out.add(s)
+        for s in ad_sources_beyond(n):
+            if s and ad_nodes[s].serial < since:
+                out.add(s)
+    return out
+
+def ad_enabled_here(uint32_t n):
+    """Whether node n carries derivatives in the innermost scope (a collecting scope notes
+    it and says no)."""
+    return n != 0 and (ad_scope_depth == 0 or ad_allows(n))
 
 def ad_boundary():
     """The innermost isolation boundary (an ADScope), or None."""
@@ -234,16 +282,26 @@ cdef void ad_dec(uint32_t n) except *:
             if held[k]:
                 dec_ext(held[k])
 
+cdef int ad_check_recording() except -1:
+    """Nodes are made inside a symbolic body only in a local scope of that body (a symbolic
+    loop's derivative, pbc/ad/loop.py); a symbolic call's body does not make them yet."""
+    cdef ADScope s
+    if scope_stack.empty():
+        return 0
+    s = <ADScope> ad_scopes[ad_scope_depth - 1] if ad_scope_depth else None
+    if s is None or not s.local or s.recording != scope_stack.size():
+        raise NotImplementedError(
+            'pbc: derivatives through symbolic calls are not supported yet (a value that '
+            'carries derivatives is used in the body being recorded). Run the call in '
+            "evaluated mode (mode='evaluated'), or use pbc.detach() or pbc.suspend_grad() "
+            'for values whose derivatives are not needed')
+    return 0
+
 cdef uint32_t ad_record(uint16_t rule, ArrayBase result, uint32_t* src, uint32_t* arg,
                         bint keep_value) except 0:
     """Gives `result` a new node (it must hold none) with operand nodes `src` and operand
     variables `arg` (three each); takes new references to all of them."""
-    if not scope_stack.empty():
-        raise NotImplementedError(
-            'pbc: derivatives through symbolic loops and calls are not supported yet (a '
-            'value that carries derivatives is used in the body being recorded). Run the '
-            "loop or call in evaluated mode (mode='evaluated'), or use pbc.detach() or "
-            'pbc.suspend_grad() for values whose derivatives are not needed')
+    ad_check_recording()
     cdef uint32_t n = ad_new(rule, result._vt, result._backend, vars[result._index].size)
     cdef ADNode* p = &ad_nodes[n]
     cdef int k
@@ -367,6 +425,15 @@ def ad_index(ArrayBase x):
     """x's node whatever the scope (0: none)."""
     return x._ad
 
+def ad_same(ArrayBase x):
+    """A new array holding x's variable and x's node whatever the scope (a reference to
+    each of its own)."""
+    cdef ArrayBase r = ad_detached(x)
+    if x._ad:
+        r._ad = x._ad
+        ad_nodes[x._ad].ref += 1
+    return r
+
 def ad_detached(ArrayBase x):
     """A new array of x's value without derivatives."""
     inc_ext(x._index)
@@ -447,6 +514,7 @@ def ad_custom(payload, list inputs, list outputs):
     node of rule 'custom' whose payload is `payload` (the custom op): each output gets a node
     of rule 'custom_out' computed from it. Returns the outputs' nodes as (node, serial)
     pairs, references that do not keep them alive (ad_alive): the op may not own them."""
+    ad_check_recording()
     cdef ArrayBase first = <ArrayBase> outputs[0]
     cdef uint32_t hub = ad_new(ad_rule_code('custom'), first._vt, first._backend, 1)
     cdef uint32_t s, n

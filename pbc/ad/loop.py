@@ -1,0 +1,456 @@
+"""Derivatives of symbolic loops. Loops are isolation boundaries (the paper's section 4): the
+derivative of a symbolic loop is code of another symbolic loop, not a kernel per iteration.
+
+While some node lives, a symbolic loop's body is recorded in an AD scope local to it: its
+float state gets nodes of its own, and what it computes from them and from arrays read
+from outside carries derivatives there. Those arrays' nodes are the loop's implicit inputs.
+The loop's results leave without the body's nodes: where the state or the implicit inputs
+carry derivatives, one node of the AD graph stands for the loop, from their nodes to its
+float results.
+
+Forward mode records a second loop whose state also holds the tangents of the float state.
+Its body runs the user's body on state that carries derivatives, in an AD scope local to
+the body being recorded, and a forward traversal inside the body, from that state and the
+implicit inputs (whose tangents the enclosing traversal computed), gives the new tangents:
+the derivative code is code of that loop.
+
+Reverse mode needs the loop's states in reverse order, which a symbolic loop does not keep:
+without pbc.hint(..., max_iterations=N) it is an error naming the loop's line.
+"""
+
+import os
+import sys
+
+from .. import _runtime, tree
+from .._runtime import ArrayBase
+from .propagate import ADFlag, accumulate, traverse
+from .scopes import _current
+
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _float(x):
+    return isinstance(x, ArrayBase) and x.Type in ('float32', 'float64')
+
+
+def _user_site():
+    """'file:line' of the innermost caller outside pbc (the loop's line in user code)."""
+    f = sys._getframe(1)
+    while f is not None and os.path.abspath(f.f_code.co_filename).startswith(_PACKAGE):
+        f = f.f_back
+    return f'{f.f_code.co_filename}:{f.f_lineno}' if f is not None else 'an unknown line'
+
+
+def tracked():
+    """Whether a loop recorded now may need a node: some node lives, and the innermost
+    scope neither disables every derivative (suspend_grad()) nor collects them (a custom
+    op's eval, which notes what the loop's body reads as the op's inputs)."""
+    return _runtime.ad_live_count() != 0 and not _runtime.ad_enables_nothing_here() \
+        and not _runtime.ad_collecting()
+
+
+def symbolic_loop(state, cond, body, record, max_iterations):
+    """The result of `record(cond, body)`, which records symbolic loop `state = body(*state)
+    while cond(*state)`, with a node for the loop where its inputs carry derivatives."""
+    leaves, build = tree.flatten(state)
+    # Copies made here carry the derivatives that this scope enables (the loop's inputs),
+    # and keep those nodes alive while the recording rebinds the caller's arrays.
+    held = [type(a)(a) for a in leaves]
+    inputs = [_runtime.ad_index(a) if _float(a) else 0 for a in held]
+    # The state that carries derivatives: what does before the loop, and what gets them
+    # in an iteration (from arrays read from outside, or from other such state), found by
+    # recording again until no more does.
+    diff = {i for i, n in enumerate(inputs) if n}
+    for _ in range(len(leaves) + 1):
+        primal = _PrimalBody(body, len(state), diff)
+        try:
+            result = record(_LocalCondition(cond), primal)
+            break
+        except _MoreState as more:
+            diff |= more.args[0]
+    else:
+        raise RuntimeError('pbc: internal error: the derivatives of a loop do not settle')
+    sources = list(dict.fromkeys([n for n in inputs if n] + primal.implicit))
+    outs = tree.flatten(result)[0]
+    # Results without a node are the loop's (a result that is the caller's own array, as
+    # the body left it, keeps its derivatives).
+    linked = [i for i, a in enumerate(outs) if _float(a) and _runtime.ad_index(a) == 0]
+    if not sources or not linked:
+        return result
+    op = LoopOp(cond, body, len(state), build, [_runtime.ad_detached(a) for a in held],
+                max(len(a) for a in outs), inputs, primal.implicit, max_iterations,
+                _user_site(), _Closures(cond, body))
+    weak = _runtime.ad_custom(op, sources, [outs[i] for i in linked])
+    op.outputs = dict(zip(linked, weak))
+    return result
+
+
+class _MoreState(BaseException):
+    """More of a loop's state carries derivatives than its recording assumed: record again.
+    (Not an Exception: it passes through the handlers of the user's errors.)"""
+
+
+class _LocalCondition:
+    """A loop's condition, run in a scope local to the body being recorded (it computes no
+    derivatives, but may compute floats from arrays that carry them)."""
+
+    def __init__(self, cond):
+        self.cond = cond
+
+    def __call__(self, *state):
+        complement, nodes = _current()
+        _runtime.ad_scope_push(complement, False, list(nodes), False, True)
+        try:
+            return self.cond(*state)
+        finally:
+            _runtime.ad_scope_pop()
+
+
+class _LocalBody:
+    """A loop body run in an AD scope local to the body being recorded: the float state
+    that carries derivatives (`diff`, flatten order) gets nodes of its own, so that what
+    the body computes from it, and from arrays from outside that carry derivatives, carries
+    them there; its side effects (scatters, prints) are recorded (`effects`) or not.
+    Subclasses say what to do before and after the body (`seed`, `done`)."""
+
+    effects = True
+
+    def __init__(self, body, size, diff):
+        self.body, self.size, self.diff = body, size, diff
+
+    def scope(self):
+        complement, nodes = _current()          # (the enclosing scope's set Omega)
+        return _runtime.ad_scope_push(complement, False, list(nodes), False, True)
+
+    def seed(self, leaves, extra):
+        pass
+
+    def run(self, state, extra=None):
+        scope = self.scope()
+        try:
+            leaves = tree.flatten(state)[0]
+            for i in self.diff:
+                # (invariant state is the caller's array, with its own node)
+                if not _runtime.ad_index(leaves[i]):
+                    _runtime.ad_enable(leaves[i])
+            self.seed(leaves, extra)
+            new = _run_body(self.body, state, self.effects)
+            new = (new,) if self.size == 1 and not isinstance(new, tuple) else tuple(new)
+            return self.done(leaves, new, scope.serial)
+        finally:
+            _runtime.ad_scope_pop()
+
+
+def _run_body(body, state, effects):
+    """body(*state), its side effects recorded or not (the derivative code that follows
+    records its own: the scatters of a nested loop's stored states, say)."""
+    if effects:
+        return body(*state)
+    _runtime.suppress_effects(True)
+    try:
+        return body(*state)
+    finally:
+        _runtime.suppress_effects(False)
+
+
+class _PrimalBody(_LocalBody):
+    """The body of the loop itself: it notes the nodes from outside that it reads (its
+    implicit inputs), and its results leave without their nodes (the loop's node stands
+    for them). A float result that carries derivatives where its state did not means the
+    loop's derivatives reach that state in the next iteration (_MoreState)."""
+
+    def __init__(self, body, size, diff):
+        super().__init__(body, size, diff)
+        self.implicit = []
+
+    def __call__(self, *state):
+        return self.run(state)
+
+    def done(self, leaves, new, since):
+        out = tree.flatten(new)[0]
+        nodes = [_runtime.ad_index(a) if _float(a) else 0 for a in out]
+        # (what this scope enables: the body's nodes, and arrays from outside, which the
+        # body may return as they are)
+        nodes = [n if n and _runtime.ad_enabled_here(n) else 0 for n in nodes]
+        more = {i for i, n in enumerate(nodes) if n and i not in self.diff}
+        if more:
+            raise _MoreState(more)
+        outer = {n for n in nodes if n and _runtime.ad_serial_of(n) < since}
+        self.implicit = sorted(_runtime.ad_outer_sources(since) | outer)
+        for a in out:
+            n = _runtime.ad_index(a)
+            if n and _runtime.ad_serial_of(n) >= since:
+                _runtime.ad_disable(a)
+        return new
+
+
+class _TangentBody(_LocalBody):
+    """The body of a loop's forward-mode derivative, (state, tangents) -> (state, tangents):
+    the state's float arrays (`diff`, flatten order) get their tangents, and a forward
+    traversal from them and the loop's implicit inputs (whose tangents the enclosing
+    traversal computed) gives those of the new state. Side effects are the loop's own."""
+
+    effects = False
+
+    def __init__(self, op, diff):
+        super().__init__(op.body, op.size, diff)
+        self.op = op
+
+    def scope(self):
+        # (everything: only the seeds carry tangents, and they are what the loop's scope
+        # enabled)
+        return _runtime.ad_scope_push(True, False, [], False, True)
+
+    def __call__(self, x, t):
+        return self.run(x, t)
+
+    def seed(self, leaves, tangents):
+        self.seeds = list(self.op.implicit)
+        for i, t in zip(self.diff, tangents):
+            n = _runtime.ad_index(leaves[i])
+            _runtime.ad_set_grad(n, t)
+            self.seeds.append(n)
+
+    def done(self, leaves, new, since):
+        traverse(self.seeds, False, False, ADFlag.ClearNone, since=since)
+        out, build = tree.flatten(new)
+        tangents = []
+        for i in self.diff:
+            n = _runtime.ad_index(out[i])
+            inside = n and (_runtime.ad_serial_of(n) >= since or n in self.seeds)
+            g = _runtime.ad_grad(n) if inside else None
+            tangents.append(_runtime.literal(type(out[i]), 0, 1) if g is None else g)
+        return build([_runtime.ad_detached(a) for a in out]), tangents
+
+
+class LoopOp:
+    """The AD graph's node for one symbolic loop (a custom op's node: traversals call
+    _propagate). It holds the loop's inputs (values, not derivatives) and, weakly, the nodes
+    of its results: never its results themselves."""
+
+    def __init__(self, cond, body, size, build, values, width, inputs, implicit,
+                 max_iterations, site, closures):
+        self.cond, self.body, self.size, self.build = cond, body, size, build
+        self.closures = closures        # what cond and body read, as they read it
+        self.values = values            # the state's arrays, in flatten order
+        self.width = width              # the loop's
+        self.inputs = inputs            # their nodes (0: none)
+        self.implicit = implicit        # nodes of what the body reads besides its state
+        self.max_iterations, self.site = max_iterations, site
+        self.outputs = {}               # state index -> (node, serial) of its result
+
+    def _propagate(self, backward):
+        if not backward:
+            self._forward()
+            return True
+        grads = {i: _runtime.ad_grad(n) for i, (n, s) in self.outputs.items()
+                 if _runtime.ad_alive(n, s)}
+        grads = {i: g for i, g in grads.items() if g is not None}
+        if not grads:
+            return False
+        if not self.max_iterations or self.max_iterations < 1:
+            raise NotImplementedError(
+                f'pbc: reverse-mode derivatives through the symbolic loop at {self.site} '
+                'need its states in reverse order, which a symbolic loop does not keep: give '
+                'an upper bound on its iterations (pbc.hint(cond, max_iterations=N), or '
+                "while_loop(..., max_iterations=N)) to store them, run it in evaluated mode "
+                "(pbc.hint(cond, mode='evaluated')), or compute forward-mode derivatives")
+        _reverse(self, grads)
+        return True
+
+    def _forward(self):
+        from ..control import while_loop
+        from .scopes import suspend_grad
+        diff = [i for i, a in enumerate(self.values) if _float(a)]
+        tangents = []
+        for i in diff:
+            g = _runtime.ad_grad(self.inputs[i]) if self.inputs[i] else None
+            tangents.append(g if g is not None else
+                            _runtime.literal(type(self.values[i]), 0, 1))
+        body = _TangentBody(self, diff)
+        # (this loop needs no node: its body makes its own)
+        with suspend_grad(), self.closures:
+            _, final = while_loop((self.build(list(self.values)), tangents),
+                                  lambda x, t: self.cond(*x), body, mode='symbolic',
+                                  labels=('state', 'tangents'))
+        for k, i in enumerate(diff):
+            node, serial = self.outputs.get(i, (0, 0))
+            if node and _runtime.ad_alive(node, serial):
+                accumulate(node, final[k])
+
+
+class _AdjointBody(_LocalBody):
+    """One step of a loop's reverse-mode derivative, run backwards: (k, gradients of the
+    state, gradients of the implicit inputs) -> the same one iteration earlier. It reads
+    iteration k - 1's state from the stored trajectory, runs the body on it, and a backward
+    traversal inside the body from the new state (holding the gradients) gives those of
+    the state before and adds those of the implicit inputs. Side effects are the loop's."""
+
+    effects = False
+
+    def __init__(self, op, diff, trajectory, width):
+        super().__init__(op.body, op.size, diff)
+        self.op, self.trajectory, self.width = op, trajectory, width
+
+    def scope(self):
+        return _runtime.ad_scope_push(True, False, [], False, True)
+
+    def __call__(self, k, grads, sums):
+        from ..routines import arange, gather
+        k = k - 1
+        UInt32 = type(k)
+        at = k * self.width + arange(UInt32, self.width)
+        state = self.op.build([gather(type(b), b, at) for b in self.trajectory])
+        return (k,) + self.run(state, (grads, sums))
+
+    def seed(self, leaves, extra):
+        self.grads, self.sums = extra
+        self.leaves = leaves
+        # The implicit inputs' gradients so far belong to the enclosing traversal: this
+        # iteration's own are read from clean ones, then those are put back (done).
+        self.saved = [_runtime.ad_grad(n) for n in self.op.implicit]
+        for n in self.op.implicit:
+            _runtime.ad_set_grad(n, None)
+
+    def done(self, leaves, new, since):
+        try:
+            out = tree.flatten(new)[0]
+            starts = []
+            for i, g in zip(self.diff, self.grads):
+                n = _runtime.ad_index(out[i])
+                if n and (_runtime.ad_serial_of(n) >= since or n in self.op.implicit):
+                    accumulate(n, g, wide=True)
+                    starts.append(n)
+            traverse(starts, True, True, ADFlag.ClearNone, since=since,
+                     outer=self.op.implicit)
+            grads = [_grad_or_zero(self.leaves[i], since) for i in self.diff]
+            sums = [s + g if g is not None else s for s, g in
+                    zip(self.sums, (_runtime.ad_grad(n) for n in self.op.implicit))]
+            return grads, sums
+        finally:
+            for n, g in zip(self.op.implicit, self.saved):
+                _runtime.ad_set_grad(n, g)
+
+
+def _grad_or_zero(a, since):
+    n = _runtime.ad_index(a)
+    g = _runtime.ad_grad(n) if n and _runtime.ad_serial_of(n) >= since else None
+    return _runtime.literal(type(a), 0, 1) if g is None else g
+
+
+def _reverse(op, grads):
+    """Reverse mode through loop `op` (gradients `grads` of its results, by state index):
+    the loop runs again, storing its state at every iteration (at most max_iterations), then
+    a loop runs its body backwards over the stored states (_AdjointBody)."""
+    from ..control import while_loop
+    from ..reductions import any as any_lane
+    from ..routines import arange, scatter, zeros
+    from .scopes import suspend_grad
+    values, width, n = op.values, op.width, op.max_iterations
+    if _runtime.recording_depth():
+        # (its stored states would be written and read back inside one kernel)
+        raise NotImplementedError(
+            f'pbc: reverse-mode derivatives through the symbolic loop at {op.site}, inside '
+            'the body of another symbolic loop, are not supported yet: run the enclosing '
+            "loop in evaluated mode (pbc.hint(cond, mode='evaluated'))")
+    diff = [i for i, a in enumerate(values) if _float(a)]
+    for m in op.implicit:
+        if _runtime.ad_size(m) not in (1, width):
+            raise NotImplementedError(
+                f'pbc: reverse-mode derivatives through the symbolic loop at {op.site}: its '
+                f'body reads an array of width {_runtime.ad_size(m)} that carries '
+                f'derivatives (the loop has width {width}; a gather, say), whose gradient '
+                'a symbolic loop does not accumulate yet: run the loop in evaluated mode')
+    UInt32 = _runtime.class_for(values[0], 'uint32')
+    trajectory = [zeros(type(a), n * width) for a in values]
+    lanes = arange(UInt32, width)
+
+    def store(x, k):
+        at = k * width + lanes
+        for b, a in zip(trajectory, tree.flatten(x)[0]):
+            scatter(b, a, at)
+        new = _run_body(op.body, x, False)
+        return (new if op.size != 1 or isinstance(new, tuple) else (new,)), k + 1
+
+    seeds = [grads[i] if i in grads else _runtime.literal(type(values[i]), 0, 1)
+             for i in diff]
+    sums = [_runtime.literal(_runtime.ad_class(m), 0, 1) for m in op.implicit]
+    with op.closures, suspend_grad():
+        x, k = while_loop((op.build(list(values)), UInt32(0)),
+                          lambda x, k: op.cond(*x) & (k < n), store, mode='symbolic')
+        if any_lane(op.cond(*x) & (k >= n))[0]:
+            raise RuntimeError(
+                f'pbc: reverse-mode derivatives through the symbolic loop at {op.site}: it '
+                f'runs more than max_iterations={n} iterations on some lanes')
+        body = _AdjointBody(op, diff, trajectory, width)
+        _, out, acc = while_loop((k, seeds, sums), lambda k, g, s: k > 0, body,
+                                 mode='symbolic')
+    for i, g in zip(diff, out):
+        if op.inputs[i]:
+            accumulate(op.inputs[i], g)
+    for m, g in zip(op.implicit, acc):
+        accumulate(m, g)
+
+
+class _Closures:
+    """What functions (a loop's cond and body) read from enclosing scopes, as it was when
+    the loop was recorded: the variables (closure cells, through the functions found in
+    them: the frontend's nested bodies) and the JIT arrays inside their values. A
+    derivative records the loop again later, when the enclosing function may have rebound
+    a variable (`i = i + 1` after an inner loop whose condition reads i) or changed an
+    array in place (`i += 1`): inside `with`, the body sees them as they were."""
+
+    def __init__(self, *fns):
+        self.cells, self.arrays, seen, stack = [], [], set(), list(fns)
+        while stack:
+            f = stack.pop()
+            f = getattr(f, '__func__', f)
+            if id(f) in seen:
+                continue
+            seen.add(id(f))
+            for cell in getattr(f, '__closure__', None) or ():
+                try:
+                    value = cell.cell_contents
+                except ValueError:          # (not assigned yet)
+                    continue
+                self.cells.append((cell, value))
+                if callable(value) and not isinstance(value, type):
+                    stack.append(value)
+                elif not isinstance(value, (type, str, int, float, bool)):
+                    self.arrays += [(a, _runtime.ad_same(a)) for a in _arrays_in(value)]
+
+    def __enter__(self):
+        self.now = []
+        for cell, value in self.cells:
+            try:
+                self.now.append((cell, cell.cell_contents))
+            except ValueError:
+                self.now.append((cell, _EMPTY))
+            cell.cell_contents = value
+        self.swapped = [(a, was) for a, was in self.arrays
+                        if a.index != was.index or _runtime.ad_index(a) != _runtime.ad_index(was)]
+        for a, was in self.swapped:
+            _runtime.swap_contents(a, was)
+        return self
+
+    def __exit__(self, *exc):
+        for a, was in self.swapped:
+            _runtime.swap_contents(a, was)
+        for cell, value in self.now:
+            if value is _EMPTY:
+                del cell.cell_contents
+            else:
+                cell.cell_contents = value
+        self.now = self.swapped = None
+        return False
+
+
+_EMPTY = object()
+
+
+def _arrays_in(value):
+    """The JIT arrays inside a variable's value (none in a structure tree cannot walk)."""
+    try:
+        return list(tree.leaves(value))
+    except (TypeError, ValueError, RecursionError):
+        return []

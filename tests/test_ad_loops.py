@@ -1,0 +1,336 @@
+"""Derivatives through symbolic loops: forward mode against evaluated loops and central
+finite differences (float64), for derivatives of the state and of arrays the body reads
+from outside it; the derivative as one kernel; reverse mode's error naming the loop."""
+
+import inspect
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import pbc
+from pbc import _runtime
+from pbc.llvm import Array3f64, Float, Float64, UInt32
+
+SETTINGS = settings(max_examples=15, deadline=None,
+                    suppress_health_check=[HealthCheck.too_slow])
+MODES = ('symbolic', 'evaluated')
+
+
+@pbc.syntax
+def _orbit(x, a, b, n, mode, most=None):
+    """A loop whose body mixes its state with arrays read from outside it (a, b)."""
+    i = UInt32(0)
+    y = Float64(x)
+    while pbc.hint(i < n, mode=mode, max_iterations=most):
+        y = pbc.sin(y) * a + y * b
+        if y > 1.0:
+            y = y * 0.5
+        i += 1
+    return y
+
+
+def _tangent(fn, inputs, seed):
+    """fn(*inputs)'s forward-mode derivative along tangents `seed` (one per input)."""
+    xs = [Float64(v) for v in inputs]
+    pbc.enable_grad(*xs)
+    for x, t in zip(xs, seed):
+        pbc.set_grad(x, t)
+    y = fn(*xs)
+    return pbc.forward_to(y).numpy(), y.numpy()
+
+
+def _finite_difference(fn, inputs, seed, h=1e-6):
+    up = fn(*[Float64(np.asarray(v) + h * t) for v, t in zip(inputs, seed)]).numpy()
+    down = fn(*[Float64(np.asarray(v) - h * t) for v, t in zip(inputs, seed)]).numpy()
+    return (up - down) / (2 * h)
+
+
+lanes = st.lists(st.floats(-2, 2, allow_nan=False), min_size=5, max_size=5)
+
+
+@SETTINGS
+@given(lanes, st.floats(0.2, 1.5), st.floats(-0.9, 0.9), st.integers(0, 6),
+       st.sampled_from([(1, 0, 0), (0, 1, 0), (0, 0, 1), (1, -0.5, 2)]))
+def test_forward_mode_through_a_symbolic_loop_matches_evaluated_and_finite_differences(
+        x, a, b, n, seed):
+    inputs = (x, [a], [b])
+
+    def fn(mode):
+        return lambda x, a, b: _orbit(x, a, b, UInt32(n), mode)
+
+    symbolic, value = _tangent(fn('symbolic'), inputs, seed)
+    evaluated, value_e = _tangent(fn('evaluated'), inputs, seed)
+    # (a lane on the branch's edge, y == 1 within rounding, has no derivative)
+    with pbc.suspend_grad():
+        fd = _finite_difference(fn('evaluated'), inputs, seed)
+    smooth = np.abs(fd - evaluated) < 1e-4 * (1 + np.abs(fd))
+    np.testing.assert_allclose(value, value_e, rtol=1e-12)
+    np.testing.assert_allclose(symbolic, evaluated, rtol=1e-10, atol=1e-12)
+    assert smooth.sum() >= 4
+
+
+def test_the_derivative_of_a_symbolic_loop_is_one_kernel_with_a_loop():
+    x = Float64(np.linspace(0, 1, 100))
+    a = Float64(0.7)
+    pbc.enable_grad(x, a)
+    pbc.set_grad(a, 1.0)
+    y = _orbit(x, a, Float64(0.3), UInt32(50), 'symbolic')
+    with pbc.scoped_set_flag(pbc.JitFlag.KernelHistory, True):
+        pbc.kernel_history_clear()
+        dy = pbc.forward_to(y)
+        pbc.eval(dy, y)
+        kernels = pbc.kernel_history()
+    assert len(kernels) == 1
+    assert pbc.loop_stats()['loops'] >= 2          # (the primal's and the derivative's)
+    with pbc.suspend_grad():
+        h = 1e-6
+        fd = (_orbit(x, Float64(0.7 + h), Float64(0.3), UInt32(50), 'evaluated')
+              - _orbit(x, Float64(0.7 - h), Float64(0.3), UInt32(50), 'evaluated')) / (2 * h)
+    np.testing.assert_allclose(dy.numpy(), fd.numpy(), rtol=1e-5, atol=1e-7)
+
+
+@pbc.syntax
+def _nested(x, a, mode, most=None):
+    i = UInt32(0)
+    while pbc.hint(i < 3, mode=mode, max_iterations=most):
+        j = UInt32(0)
+        while pbc.hint(j < i + 1, mode=mode, max_iterations=most):
+            x = x * a + pbc.cos(x)
+            j += 1
+        i += 1
+    return x
+
+
+@pytest.mark.parametrize('wrt', ['x', 'a'])
+def test_nested_symbolic_loops(wrt):
+    out = {}
+    for mode in MODES:
+        x, a = Float64([0.1, 0.5, 2.0]), Float64(0.8)
+        pbc.enable_grad(x, a)
+        pbc.set_grad(x if wrt == 'x' else a, 1.0)
+        out[mode] = pbc.forward_to(_nested(x, a, mode)).numpy()
+    np.testing.assert_allclose(out['symbolic'], out['evaluated'], rtol=1e-12)
+
+
+@pbc.syntax
+def _walk(p, v, mode, most=None):
+    """State changed in place (p.x +=) and a loop left early (break)."""
+    i = UInt32(0)
+    while pbc.hint(i < 10, mode=mode, max_iterations=most):
+        p.x += v.y * 0.5
+        p.y = p.y * p.x
+        if p.y > 4.0:
+            break
+        i += 1
+    return p
+
+
+def test_state_changed_in_place_and_break():
+    out = {}
+    for mode in MODES:
+        v = Array3f64([0.5, 1.0], [1.5, 0.25], [0.0, 0.0])
+        pbc.enable_grad(v)
+        p = Array3f64(v)
+        pbc.set_grad(v, Array3f64(1.0, 0.5, 0.0))
+        q = _walk(p, v, mode)
+        assert q is p                       # (the caller's object, changed in place)
+        out[mode] = pbc.forward_to(q).numpy()
+    np.testing.assert_allclose(out['symbolic'], out['evaluated'], rtol=1e-12)
+
+
+def test_state_the_body_leaves_alone_keeps_its_derivatives():
+    x = Float([1.0, 2.0])
+    c = Float([3.0, 4.0])
+    pbc.enable_grad(x, c)
+    i, y, d = pbc.while_loop((UInt32(0), Float(x), c), lambda i, y, d: i < 3,
+                             lambda i, y, d: (i + 1, y * 2.0, d), mode='symbolic')
+    pbc.set_grad(x, 1.0)
+    pbc.set_grad(c, 10.0)
+    dy, dd = pbc.forward_to(y, d * 1.0)
+    assert d is c and dy.numpy().tolist() == [8, 8] and dd.numpy().tolist() == [10, 10]
+
+
+def test_loops_without_derivatives_make_no_nodes():
+    x = Float([1.0, 2.0])
+    pbc.enable_grad(x)
+    live = _runtime.ad_live_count()
+    with pbc.suspend_grad():
+        y = _orbit(Float64(x), Float64(0.5), Float64(0.5), UInt32(3), 'symbolic')
+    i, z = pbc.while_loop((UInt32(0), Float(1.0, 2.0)), lambda i, z: i < 3,
+                          lambda i, z: (i + 1, z * 2.0), mode='symbolic')
+    assert _runtime.ad_live_count() == live
+    assert not pbc.grad_enabled(y) and not pbc.grad_enabled(z)
+    assert z.numpy().tolist() == [8, 16]
+
+
+@pbc.syntax
+def _cubes(x):
+    i = UInt32(0)
+    y = Float(x)
+    while i < 3:
+        y = y * x
+        i += 1
+    return y
+
+
+@SETTINGS
+@given(lanes, st.floats(0.2, 1.5), st.floats(-0.9, 0.9),
+       st.lists(st.integers(0, 6), min_size=5, max_size=5))
+def test_reverse_mode_through_a_symbolic_loop_with_max_iterations(x, a, b, n):
+    out = {}
+    for mode in MODES:
+        xs, av, bv = Float64(x), Float64(a), Float64(b)
+        pbc.enable_grad(xs, av, bv)
+        y = _orbit(xs, av, bv, UInt32(n), mode, most=6)
+        pbc.backward(y * Float64(1.0, 2.0, -1.0, 0.5, 3.0))
+        out[mode] = [pbc.grad(v).numpy() for v in (xs, av, bv)]
+    for s, e in zip(out['symbolic'], out['evaluated']):
+        np.testing.assert_allclose(s, e, rtol=1e-10, atol=1e-12)
+
+
+def test_reverse_mode_runs_two_kernels_and_checks_the_bound():
+    x = Float64(np.linspace(0, 1, 100))
+    a = Float64(0.7)
+    pbc.enable_grad(x, a)
+    y = _orbit(x, a, Float64(0.3), UInt32(50), 'symbolic', most=50)
+    with pbc.scoped_set_flag(pbc.JitFlag.KernelHistory, True):
+        pbc.kernel_history_clear()
+        pbc.backward(y)
+        pbc.eval(pbc.grad(x), pbc.grad(a))
+        kernels = len(pbc.kernel_history())
+    assert kernels <= 4              # (the loop storing its states, the adjoint loop, sums)
+    with pbc.suspend_grad():
+        h = 1e-6
+        fd = (_orbit(x, Float64(0.7 + h), Float64(0.3), UInt32(50), 'evaluated')
+              - _orbit(x, Float64(0.7 - h), Float64(0.3), UInt32(50), 'evaluated')) / (2 * h)
+    np.testing.assert_allclose(pbc.grad(a).numpy(), [fd.numpy().sum()], rtol=1e-5)
+    y = _orbit(x, a, Float64(0.3), UInt32(50), 'symbolic', most=49)
+    with pytest.raises(RuntimeError, match=r'test_ad_loops.py:\d+: it runs more than '
+                                           r'max_iterations=49'):
+        pbc.backward(y)
+
+
+def test_reverse_mode_through_nested_symbolic_loops_is_not_supported_yet():
+    x, a = Float64([0.1, 0.5, 2.0]), Float64(0.8)
+    pbc.enable_grad(x, a)
+    y = _nested(x, a, 'symbolic', most=4)
+    line = inspect.getsourcelines(_nested)[1] + 5     # (the decorator's line + 5: the inner)
+    with pytest.raises(RuntimeError, match=rf'test_ad_loops.py:{line}, inside the body '
+                                           'of another symbolic loop'):
+        pbc.backward(y)
+
+
+def test_reverse_mode_with_state_changed_in_place_and_break():
+    out = {}
+    for mode in MODES:
+        v = Array3f64([0.5, 1.0], [1.5, 0.25], [0.0, 0.0])
+        pbc.enable_grad(v)
+        p = Array3f64(v)
+        q = _walk(p, v, mode, most=10)
+        pbc.backward(q.x + 2.0 * q.y)
+        out[mode] = pbc.grad(v).numpy()
+    np.testing.assert_allclose(out['symbolic'], out['evaluated'], rtol=1e-12)
+
+
+def test_reverse_mode_of_a_loop_that_gathers_from_an_array_carrying_derivatives():
+    table = Float64([1.0, 2.0, 3.0])
+    pbc.enable_grad(table)
+
+    def body(i, y):
+        return i + 1, y + pbc.gather(Float64, table, i % 3)
+
+    def run(mode):
+        return pbc.while_loop((UInt32(0, 0), Float64(0, 1)), lambda i, y: i < 4, body,
+                              mode=mode, max_iterations=4)[1]
+
+    pbc.set_grad(table, 1.0)
+    assert pbc.forward_to(run('symbolic')).numpy().tolist() == [4, 4]
+    with pytest.raises(NotImplementedError, match='reads an array of width 3'):
+        pbc.backward(run('symbolic'))
+    pbc.backward(run('evaluated'))
+    assert pbc.grad(table).numpy().tolist() == [4, 2, 2]
+
+
+def test_reverse_mode_through_a_symbolic_loop_names_the_loop():
+    x = Float([1.0, 2.0])
+    pbc.enable_grad(x)
+    y = _cubes(x)
+    line = inspect.getsourcelines(_cubes)[1] + 4     # (the decorator's line + 4: `while`)
+    with pytest.raises(NotImplementedError, match=rf'test_ad_loops.py:{line}\b.*evaluated'):
+        pbc.backward(y)
+    # Forward mode, and reverse mode where the gradient does not reach the loop, work.
+    y = _cubes(x)
+    pbc.set_grad(x, 1.0)
+    assert pbc.forward_to(y).numpy().tolist() == [4, 32]
+    z = x * 3.0
+    pbc.backward(z)
+    assert pbc.grad(x).numpy().tolist() == [3, 3]
+
+
+def test_the_derivative_does_not_repeat_the_side_effects_of_the_body(capfd):
+    x = Float([1.0, 2.0])
+    pbc.enable_grad(x)
+    counts = pbc.zeros(Float, 2)
+
+    def body(i, y):
+        pbc.scatter_add(counts, Float(1.0), UInt32(0, 1))
+        pbc.print('step {i}', i=i, active=i == 2)
+        return i + 1, y * 2.0
+
+    i, y = pbc.while_loop((UInt32(0), Float(x)), lambda i, y: i < 3, body, mode='symbolic')
+    pbc.set_grad(x, 1.0)
+    assert pbc.forward_to(y).numpy().tolist() == [8, 8]
+    assert counts.numpy().tolist() == [3, 3]
+    assert capfd.readouterr().out == 'step [2, 2]\n'         # (once: both lanes)
+
+
+def test_what_symbolic_loops_do_not_differentiate_yet_is_a_clear_error():
+    x = Float([1.0, 2.0])
+    pbc.enable_grad(x)
+    target = pbc.zeros(Float, 2)
+    with pytest.raises(RuntimeError, match='loop body raised NotImplementedError.*scatter '
+                       'inside a symbolic loop'):
+        pbc.while_loop((UInt32(0), Float(x)), lambda i, y: i < 3,
+                       lambda i, y: (i + 1, pbc.scatter(target, y, UInt32(0, 1)) or y * 2.0),
+                       mode='symbolic')
+    funcs = [lambda v: v * 2.0, lambda v: v + 1.0]
+    with pytest.raises(RuntimeError, match='symbolic calls are not supported yet'):
+        pbc.while_loop((UInt32(0), Float(x)), lambda i, y: i < 3,
+                       lambda i, y: (i + 1, pbc.switch(UInt32(0, 1), funcs, y)),
+                       mode='symbolic')
+
+
+def test_scatters_in_a_loop_that_carries_derivatives():
+    x = Float([1.0, 2.0])
+    pbc.enable_grad(x)
+    image = pbc.zeros(Float, 2)
+
+    def counting(i, y, n):                  # scatters values without derivatives: fine
+        pbc.scatter_add(image, n, UInt32(0, 1))
+        return i + 1, y * 2.0, n + 1.0
+
+    i, y, n = pbc.while_loop((UInt32(0), Float(x), Float(0, 0)), lambda i, y, n: i < 3,
+                             counting, mode='symbolic')
+    pbc.set_grad(x, 1.0)
+    assert pbc.forward_to(y).numpy().tolist() == [8, 8]
+    assert image.numpy().tolist() == [3, 3]
+
+    def accumulating(i, acc):               # acc carries x's derivatives from the 2nd step
+        pbc.scatter(image, acc, UInt32(0, 1))
+        return i + 1, acc + x
+
+    with pytest.raises(RuntimeError, match='scatter inside a symbolic loop'):
+        pbc.while_loop((UInt32(0), Float(0, 0)), lambda i, acc: i < 3, accumulating,
+                       mode='symbolic')
+    assert image.numpy().tolist() == [3, 3]     # (the failed loop left it alone)
+
+
+def test_a_condition_that_computes_with_arrays_carrying_derivatives():
+    x, a = Float([1.0, 2.0]), Float(0.5)
+    pbc.enable_grad(x, a)
+    i, y = pbc.while_loop((UInt32(0), Float(x)), lambda i, y: y * a < 4.0,
+                          lambda i, y: (i + 1, y * 2.0), mode='symbolic')
+    pbc.set_grad(x, 1.0)
+    assert pbc.forward_to(y).numpy().tolist() == [8, 4]     # 3 and 2 doublings
