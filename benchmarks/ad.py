@@ -3,7 +3,12 @@ installed (run in a child process; pbc never imports it):
 
   * reverse-mode gradient of a 100-op elementwise function of two inputs on 10^7 floats:
     primal alone vs primal + gradients (traced, fused and run), and kernels launched;
-  * tracing cost per op with gradients enabled and disabled.
+  * tracing cost per op with gradients enabled and disabled;
+  * a Path Replay Backpropagation toy (pbc only): 10^6 lanes, 16 steps, each multiplying the
+    lane's value by a texel of a differentiable 1024-texel table; the table's gradient
+    computed as PRB does (a replay loop calling backward_from inside, one kernel) and
+    through the evaluated loop (the wavefront: a kernel per step, every step's values
+    kept): time (best of 3 after a first call) and peak memory, each in a fresh process.
 
     python -m benchmarks ad
 
@@ -91,6 +96,85 @@ def _grad_eval(lib, a, b):
     lib.sync()
 
 
+PRB_LANES, PRB_STEPS, PRB_TEXELS = 1_000_000, 16, 1024
+
+
+def prb_child(variant):
+    """The PRB toy's figures, run the `variant` way ('megakernel' or 'wavefront')."""
+    import numpy as np
+
+    import pbc
+    from pbc.llvm import Float, UInt32
+
+    def texel(table, i, lane):
+        return pbc.gather(Float, table, (lane * 2654435761 + i * 40503) % PRB_TEXELS)
+
+    @pbc.syntax
+    def primal(table, lane, mode):
+        i, L = UInt32(0), Float(1.0)
+        while pbc.hint(i < PRB_STEPS, mode=mode):
+            L = L * texel(table, i, lane)
+            i += 1
+        return L
+
+    @pbc.syntax
+    def replay(table, lane, L):
+        i = UInt32(0)
+        while i < PRB_STEPS:
+            with pbc.resume_grad():
+                t = texel(table, i, lane)
+                pbc.backward_from(L * t / pbc.detach(t))
+            i += 1
+
+    rng = np.random.default_rng(3)
+    table = Float(rng.uniform(0.9, 1.1, PRB_TEXELS).astype(np.float32))
+    pbc.enable_grad(table)
+    lane = pbc.arange(UInt32, PRB_LANES)
+    pbc.eval(table, lane)
+
+    def run():
+        pbc.clear_grad(table)
+        t0 = time.perf_counter()
+        if variant == 'megakernel':
+            with pbc.suspend_grad():
+                replay(table, lane, primal(table, lane, 'symbolic'))
+        else:
+            pbc.backward(primal(table, lane, 'evaluated'))
+        g = pbc.grad(table)
+        pbc.eval(g)
+        pbc.sync_thread()
+        return time.perf_counter() - t0, g
+
+    pbc.set_flag(pbc.JitFlag.KernelHistory, True)
+    pbc.kernel_history_clear()
+    first, g = run()
+    kernels = len(pbc.kernel_history())
+    pbc.set_flag(pbc.JitFlag.KernelHistory, False)
+    warm = min(run()[0] for _ in range(3))
+    return dict(first=first, warm=warm, kernels=kernels,
+                peak=pbc._runtime.memory_usage()[1],
+                checksum=float(np.sum(g.numpy(), dtype=np.float64)))
+
+
+def prb_rows():
+    from benchmarks import row, run_child
+    print(f'Path Replay Backpropagation toy: {PRB_LANES:.0e} lanes, {PRB_STEPS} steps, '
+          f'{PRB_TEXELS} texels (pbc)')
+    r = {v: run_child('ad', 'prb', v) for v in ('megakernel', 'wavefront')}
+    for v, f in r.items():
+        if 'error' in f:
+            row(f'  {v}', f['error'][:60])
+            continue
+        row(f'  {v}: first / warm (ms)', f"{f['first'] * 1e3:.1f} / {f['warm'] * 1e3:.1f}")
+        row(f'  {v}: kernels, peak memory (MiB)', f"{f['kernels']}, {f['peak'] / 2**20:.1f}")
+    m, w = r['megakernel'], r['wavefront']
+    if 'error' not in m and 'error' not in w:
+        row('  same gradient (sum over the table)',
+            f"{m['checksum']:.6g} / {w['checksum']:.6g}")
+        row('  wavefront / megakernel, warm time (target >= 10)', f"{w['warm'] / m['warm']:.1f}")
+        row('  wavefront / megakernel, peak memory', f"{w['peak'] / m['peak']:.1f}")
+
+
 def main():
     from benchmarks import compare, cpu_model, row
     print(f'AD benchmarks on {cpu_model()} ({os.cpu_count()} cores)')
@@ -107,8 +191,14 @@ def main():
         row('tracing per op, gradients disabled (ns)', f"{r['trace_off'] * 1e9:.0f}")
         row('tracing per op, gradients enabled (ns)', f"{r['trace_on'] * 1e9:.0f}")
         row('  ratio (target <= 2.5)', f"{r['trace_on'] / r['trace_off']:.2f}")
+    prb_rows()
 
 
 if __name__ == '__main__':
-    from benchmarks.compare import child_main
-    child_main(measure, ad=True)
+    import json
+    import sys
+    if sys.argv[2:3] == ['prb']:
+        print(json.dumps(prb_child(sys.argv[3])))
+    else:
+        from benchmarks.compare import child_main
+        child_main(measure, ad=True)

@@ -10,6 +10,7 @@ The `@pbc.syntax` frontend rewrites `while` and `if` statements into calls of th
 from . import _runtime
 from ._runtime import ArrayBase
 from .ad import loop as ad_loop
+from .ad import propagate as ad_propagate
 from .errors import (
     SizeError,
     StateError,
@@ -243,6 +244,7 @@ def _record(state, arrays, build, cond, body, names, width, fixed, strict):
                          'array in its state')
     backend = arrays[0]._backend_code
     start, phis = _runtime.loop_begin([arrays[i].index for i in loop_arrays], width, backend)
+    ad_propagate.body_begin()
     try:
         # The body's working copy: the loop's variables in new objects and containers.
         inner = [type(a)(a) for a in arrays]
@@ -286,9 +288,11 @@ def _record(state, arrays, build, cond, body, names, width, fixed, strict):
                 raise _Retry(width, fixed | same)
         updates = [new_arrays[i].index for i in loop_arrays]
     except BaseException:
+        ad_propagate.body_end(False)
         _runtime.loop_abort(start)
         raise
     outs = _runtime.loop_end(start, phis, updates)
+    ad_propagate.body_end(True)
     _stats['loops'] += 1
     _stats['state'] += len(loop_arrays)
     # State the body leaves as it is (fixed ones, or an update that is its own phi) ends as

@@ -23,7 +23,7 @@ import sys
 
 from .. import _runtime, tree
 from .._runtime import ArrayBase
-from .propagate import ADFlag, accumulate, traverse
+from .propagate import ADFlag, accumulate, caller_resumes, traverse
 from .scopes import _current
 
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -281,10 +281,10 @@ class LoopOp:
 
 class _AdjointBody(_LocalBody):
     """One step of a loop's reverse-mode derivative, run backwards: (k, gradients of the
-    state, gradients of the implicit inputs) -> the same one iteration earlier. It reads
-    iteration k - 1's state from the stored trajectory, runs the body on it, and a backward
-    traversal inside the body from the new state (holding the gradients) gives those of
-    the state before and adds those of the implicit inputs. Side effects are the loop's."""
+    state) -> the same one iteration earlier. It reads iteration k - 1's state from the
+    stored trajectory, runs the body on it, and a backward traversal inside the body from
+    the new state (holding the gradients) gives those of the state before; the implicit
+    inputs' gradients gather in sinks (propagate._Body). Side effects are the loop's."""
 
     effects = False
 
@@ -295,41 +295,27 @@ class _AdjointBody(_LocalBody):
     def scope(self):
         return _runtime.ad_scope_push(True, False, [], False, True)
 
-    def __call__(self, k, grads, sums):
+    def __call__(self, k, grads):
         from ..routines import arange, gather
         k = k - 1
         UInt32 = type(k)
         at = k * self.width + arange(UInt32, self.width)
         state = self.op.build([gather(type(b), b, at) for b in self.trajectory])
-        return (k,) + self.run(state, (grads, sums))
+        return k, self.run(state, grads)
 
-    def seed(self, leaves, extra):
-        self.grads, self.sums = extra
-        self.leaves = leaves
-        # The implicit inputs' gradients so far belong to the enclosing traversal: this
-        # iteration's own are read from clean ones, then those are put back (done).
-        self.saved = [_runtime.ad_grad(n) for n in self.op.implicit]
-        for n in self.op.implicit:
-            _runtime.ad_set_grad(n, None)
+    def seed(self, leaves, grads):
+        self.grads, self.leaves = grads, leaves
 
     def done(self, leaves, new, since):
-        try:
-            out = tree.flatten(new)[0]
-            starts = []
-            for i, g in zip(self.diff, self.grads):
-                n = _runtime.ad_index(out[i])
-                if n and (_runtime.ad_serial_of(n) >= since or n in self.op.implicit):
-                    accumulate(n, g, wide=True)
-                    starts.append(n)
-            traverse(starts, True, True, ADFlag.ClearNone, since=since,
-                     outer=self.op.implicit)
-            grads = [_grad_or_zero(self.leaves[i], since) for i in self.diff]
-            sums = [s + g if g is not None else s for s, g in
-                    zip(self.sums, (_runtime.ad_grad(n) for n in self.op.implicit))]
-            return grads, sums
-        finally:
-            for n, g in zip(self.op.implicit, self.saved):
-                _runtime.ad_set_grad(n, g)
+        out = tree.flatten(new)[0]
+        starts = []
+        for i, g in zip(self.diff, self.grads):
+            n = _runtime.ad_index(out[i])
+            if n:
+                accumulate(n, g, wide=True)
+                starts.append(n)
+        traverse(starts, True, True, ADFlag.ClearNone, since=since)
+        return [_grad_or_zero(self.leaves[i], since) for i in self.diff]
 
 
 def _grad_or_zero(a, since):
@@ -354,13 +340,6 @@ def _reverse(op, grads):
             'the body of another symbolic loop, are not supported yet: run the enclosing '
             "loop in evaluated mode (pbc.hint(cond, mode='evaluated'))")
     diff = [i for i, a in enumerate(values) if _float(a)]
-    for m in op.implicit:
-        if _runtime.ad_size(m) not in (1, width):
-            raise NotImplementedError(
-                f'pbc: reverse-mode derivatives through the symbolic loop at {op.site}: its '
-                f'body reads an array of width {_runtime.ad_size(m)} that carries '
-                f'derivatives (the loop has width {width}; a gather, say), whose gradient '
-                'a symbolic loop does not accumulate yet: run the loop in evaluated mode')
     UInt32 = _runtime.class_for(values[0], 'uint32')
     trajectory = [zeros(type(a), n * width) for a in values]
     lanes = arange(UInt32, width)
@@ -374,7 +353,6 @@ def _reverse(op, grads):
 
     seeds = [grads[i] if i in grads else _runtime.literal(type(values[i]), 0, 1)
              for i in diff]
-    sums = [_runtime.literal(_runtime.ad_class(m), 0, 1) for m in op.implicit]
     with op.closures, suspend_grad():
         x, k = while_loop((op.build(list(values)), UInt32(0)),
                           lambda x, k: op.cond(*x) & (k < n), store, mode='symbolic')
@@ -383,13 +361,13 @@ def _reverse(op, grads):
                 f'pbc: reverse-mode derivatives through the symbolic loop at {op.site}: it '
                 f'runs more than max_iterations={n} iterations on some lanes')
         body = _AdjointBody(op, diff, trajectory, width)
-        _, out, acc = while_loop((k, seeds, sums), lambda k, g, s: k > 0, body,
-                                 mode='symbolic')
+        # (the implicit inputs' gradients leave the loop through their sinks, and the
+        # traversal in progress goes on from them)
+        with caller_resumes():
+            _, out = while_loop((k, seeds), lambda k, g: k > 0, body, mode='symbolic')
     for i, g in zip(diff, out):
         if op.inputs[i]:
             accumulate(op.inputs[i], g)
-    for m, g in zip(op.implicit, acc):
-        accumulate(m, g)
 
 
 class _Closures:

@@ -22,15 +22,81 @@ class ADFlag(enum.IntFlag):
     AllowNoGrad = 8       # no error when the argument carries no derivatives
 
 
+class _Body:
+    """A symbolic loop body being recorded (`depth`: the recording depth inside it). Nodes
+    made before `serial` are outside it: derivative code inside the body cannot add to
+    their gradients (an addition there would be code of the body), so their contributions
+    are scattered into `sinks`, buffers made for them (node -> buffer), and added to their
+    gradients once the loop is recorded."""
+
+    def __init__(self, depth, resume):
+        self.depth, self.serial, self.sinks = depth, _runtime.ad_serial_now(), {}
+        self.resume = resume
+
+
+_bodies = []            # the symbolic loop bodies being recorded, innermost last
+_caller_depths = []     # (see caller_resumes)
+
+
+class caller_resumes:
+    """A context in which the loop recorded (its body at the next recording depth; again,
+    if it is recorded again) belongs to a traversal in progress (a loop's derivative,
+    pbc/ad/loop.py), which goes on from the nodes its sinks give gradients itself."""
+
+    def __enter__(self):
+        _caller_depths.append(_runtime.recording_depth() + 1)
+        return self
+
+    def __exit__(self, *exc):
+        _caller_depths.pop()
+        return False
+
+
+def body_begin():
+    """Called as the body of a symbolic loop starts recording."""
+    depth = _runtime.recording_depth()
+    _bodies.append(_Body(depth, depth not in _caller_depths))
+
+
+def body_end(recorded):
+    """Called as the body of a symbolic loop ends: with `recorded` (the loop was recorded,
+    not abandoned), what its sinks gathered goes into the gradients of their nodes, and
+    (a body that propagated gradients itself: backward_from inside the loop) a backward
+    traversal goes on from them, as it would have without the loop in between."""
+    body = _bodies.pop()
+    if not recorded:
+        return
+    nodes = [n for n in body.sinks if _runtime.ad_size(n)]
+    for node in nodes:
+        accumulate(node, body.sinks[node].total())
+    if nodes and body.resume:
+        traverse(nodes, True, True, ADFlag.Default)
+
+
+def in_body():
+    """The innermost recording is a symbolic loop's body (not a call's): the _Body."""
+    depth = _runtime.recording_depth()
+    return _bodies[-1] if depth and _bodies and _bodies[-1].depth == depth else None
+
+
 def accumulate(node, g, wide=False):
     """Adds g to node's gradient, converted to its type and width: summed over lanes for a
     node of width 1 (which was broadcast in the operation), broadcast for a gradient of
     width 1 (a seed or a constant partial) on a wider node. Gradients always have their
     node's width, so rules such as a gather's read them lane by lane; but with `wide` (a
     traversal inside a symbolic loop's body, whose width-1 values stand for every lane, and
-    where no reduction can run), a width-1 node keeps a wide gradient."""
+    where no reduction can run), a width-1 node keeps a wide gradient. Inside a loop body,
+    a node from outside it gets g through a sink (see _Body)."""
+    if _bodies and _runtime.ad_serial_of(node) < _bodies[-1].serial:
+        # (the outermost body the node is outside of: its sink is read once that loop is
+        # recorded, outside every loop that wrote it)
+        serial = _runtime.ad_serial_of(node)
+        _into_sink(next(b for b in _bodies if serial < b.serial), node, g)
+        return
     old = _runtime.ad_grad(node)
     size = _runtime.ad_size(node)
+    if isinstance(g, rules.Scattered):
+        g = g.value(size)
     if isinstance(g, rules.Product) and old is not None and \
             max(len(g.x), len(g.w)) == size and type(g.x) is type(g.w) is type(old):
         _runtime.ad_set_grad(node, rules.add_to(old, g))    # one fma
@@ -47,17 +113,39 @@ def accumulate(node, g, wide=False):
     _runtime.ad_set_grad(node, g if old is None else old + g)
 
 
-def traverse(starts, backward, toward_inputs, flags, since=0, outer=()):
+def _into_sink(body, node, g):
+    """Adds contribution g, made inside `body`, to the sink of `node` (from outside it): a
+    scatter-add at the entries a gather read (rules.Scattered), or lane by lane into a
+    buffer as wide as the loop (summed over the lanes afterwards where the node has one)."""
+    sink = body.sinks.get(node)
+    if isinstance(g, rules.Scattered):
+        if sink is None:
+            sink = body.sinks[node] = rules.Spread(
+                _runtime.ad_class(node), _runtime.ad_size(node),
+                max(len(g.g), len(g.index)))
+        sink.add(g._replace(g=_as(g.g, node)))
+        return
+    g = _as(rules.value(g), node)
+    if sink is None:
+        sink = body.sinks[node] = rules.Spread(
+            _runtime.ad_class(node), max(_runtime.ad_size(node), len(g)), 1)
+    sink.add(g)
+
+
+def traverse(starts, backward, toward_inputs, flags, since=0):
     """Propagates over the nodes that nodes `starts` reach (toward the inputs, or toward
-    what is computed from them), backward or forward. With `since` (a serial number: a
-    forward traversal inside the body of a symbolic loop being recorded, pbc/ad/loop.py),
-    only the nodes made since then propagate: the starts' tangents are seeds, read as the
-    enclosing traversal left them, and the nodes outside the body are left alone, but for
-    those in `outer` (the body's implicit inputs), which receive gradients (backward)."""
-    order = _runtime.ad_order(list(starts), toward_inputs)
-    if since:
-        keep = set(starts) | set(outer)
-        order = [n for n in order if n in keep or _runtime.ad_serial_of(n) >= since]
+    what is computed from them), backward or forward. Inside the body of a symbolic loop
+    being recorded (or from serial number `since` on), only the nodes made in the body
+    propagate: those from outside that it reaches are seeds (forward mode: their tangents
+    as the enclosing traversal left them) or receive gradients through sinks (backward)."""
+    body = in_body()
+    if body is None and _runtime.recording_depth():
+        raise NotImplementedError(
+            'pbc: derivatives propagated inside a symbolic call are not supported yet: call '
+            "in evaluated mode (mode='evaluated')")
+    if body is not None:
+        since = max(since, body.serial)
+    order = _runtime.ad_order(list(starts), toward_inputs, since)
     inside = set(order)
     propagated = set()             # nodes whose gradient was passed on
     edges = []                     # (node, operand) traversed

@@ -3,6 +3,7 @@ suspend_grad and resume_grad, for everything or for given variables, nesting arb
 Inside a scope that enables only some variables, what is computed from them is enabled too."""
 
 from .. import _runtime, tree
+from .propagate import in_body
 
 
 def _nodes(args):
@@ -31,7 +32,9 @@ class _Scope:
             nodes |= named
         else:                                   # (all but S) plus X, or S minus X
             nodes -= named
-        _runtime.ad_scope_push(complement, False, list(nodes))
+        # (inside a symbolic loop's body, derivatives computed there are code of the body:
+        # Path Replay Backpropagation's backward_from inside the loop)
+        _runtime.ad_scope_push(complement, False, list(nodes), False, in_body() is not None)
         self.active = True
         return self
 
@@ -49,7 +52,8 @@ class isolate_grad:
 
     def __enter__(self):
         complement, nodes = _current()
-        self.scope = _runtime.ad_scope_push(complement, True, list(nodes))
+        self.scope = _runtime.ad_scope_push(complement, True, list(nodes), False,
+                                            in_body() is not None)
         return self
 
     def __exit__(self, *exc):

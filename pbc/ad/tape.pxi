@@ -587,10 +587,16 @@ cdef bint ad_reads_marked(uint32_t n) except -1:
             return True
     return False
 
-def ad_order(list starts, bint toward_inputs):
+def ad_serial_now():
+    """The serial number of the next node (nodes made from now on have it or larger)."""
+    return ad_serial + 1
+
+def ad_order(list starts, bint toward_inputs, uint64_t since=0):
     """The nodes to traverse from nodes `starts`, in creation order: those they are computed
     from (`toward_inputs`), or those computed from them. No recursion: a walk over the
-    operands with an explicit stack, or one pass over the live nodes by serial number."""
+    operands with an explicit stack, or one pass over the live nodes by serial number.
+    Toward the inputs, nodes made before serial number `since` end the walk (a traversal
+    inside a symbolic loop's body reaches them, but not what they are computed from)."""
     cdef vector[uint32_t] stack, found
     cdef vector[pair[uint64_t, uint32_t]] later
     cdef uint32_t n, k, s
@@ -607,6 +613,8 @@ def ad_order(list starts, bint toward_inputs):
             n = stack.back()
             stack.pop_back()
             found.push_back(n)
+            if ad_nodes[n].serial < since:
+                continue
             for k in range(3):
                 s = ad_nodes[n].src[k]
                 if s and not (ad_nodes[s].flags & AD_MARK):
