@@ -291,7 +291,11 @@ def _record(state, arrays, build, cond, body, names, width, fixed, strict):
         ad_propagate.body_end(False)
         _runtime.loop_abort(start)
         raise
-    outs = _runtime.loop_end(start, phis, updates)
+    try:
+        outs = _runtime.loop_end(start, phis, updates)
+    except BaseException:
+        ad_propagate.body_end(False)
+        raise
     ad_propagate.body_end(True)
     _stats['loops'] += 1
     _stats['state'] += len(loop_arrays)

@@ -128,8 +128,8 @@ def _link(op, args, kwargs, output, implicit):
     theirs; returns the output structure."""
     inputs = []
     for a in (*tree.leaves(args), *tree.leaves(kwargs), *tree.leaves(op._more_in)):
-        # (inside a collecting scope, the body of a symbolic loop whose derivative is made
-        # later, the enclosing op takes the inputs, and this one makes no node)
+        # (inside another op's eval, whose scope collects, that op takes the inputs, and
+        # this one makes no node)
         n = _runtime.ad_index(a) if isinstance(a, ArrayBase) else 0
         if n and n not in inputs and _runtime.ad_enabled_here(n):
             inputs.append(n)

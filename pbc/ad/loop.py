@@ -14,8 +14,15 @@ the body being recorded, and a forward traversal inside the body, from that stat
 implicit inputs (whose tangents the enclosing traversal computed), gives the new tangents:
 the derivative code is code of that loop.
 
-Reverse mode needs the loop's states in reverse order, which a symbolic loop does not keep:
-without pbc.hint(..., max_iterations=N) it is an error naming the loop's line.
+Reverse mode needs the loop's states in reverse order, which a symbolic loop does not keep.
+Given pbc.hint(..., max_iterations=N), the loop runs again storing its state at every
+iteration, then a loop runs from each lane's last iteration back: it runs the body on the
+stored state and propagates the gradient backward through that one iteration; what
+reaches the implicit inputs goes through sinks (propagate._Body). Without max_iterations it
+is an error naming the loop's line.
+
+The derivative loops run the body again later, when the traversal reaches the loop: with
+what it read from enclosing scopes restored (_Closures), and without its side effects.
 """
 
 import os
@@ -26,7 +33,7 @@ from .._runtime import ArrayBase
 from .propagate import ADFlag, accumulate, caller_resumes, traverse
 from .scopes import _current
 
-_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 
 
 def _float(x):
