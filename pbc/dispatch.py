@@ -267,13 +267,25 @@ def _call(selector, targets, args, mode, what, mask=None):
         # (without an outer mask, lanes with selector 0 select nothing already)
         keys = selector if outer is None else select(active, selector, 0)
         return _evaluated(keys, targets, args, flat, what)
-    if _runtime.ad_tracked(flat[0]):
-        # (the targets would see the arguments without derivatives: a silent zero)
-        raise NotImplementedError(
-            f'pbc: {what}: derivatives through symbolic calls are not supported yet (an '
-            "argument carries derivatives). Call in evaluated mode (mode='evaluated'), or use "
-            'pbc.detach() or pbc.suspend_grad() for values whose derivatives are not needed')
+    if _runtime.ad_live_count():
+        _no_derivatives(flat[0], targets, what)
     return _symbolic(selector, active, targets, flat, what)
+
+
+def _no_derivatives(args, targets, what):
+    """Raises where a symbolic call would drop derivatives: its targets would see the
+    arguments, and the instances' attributes (read from tables, closure data), without
+    them, a silent zero gradient."""
+    carrying = 'an argument' if _runtime.ad_tracked(args) else next(
+        (f"the attribute '{'.'.join(path)}' of a {type(obj).__name__}"
+         for _, _, obj in targets if isinstance(obj, Object)
+         for path, _, _, v in _array_attributes(obj) if _runtime.ad_tracked([v])), None)
+    if carrying:
+        raise NotImplementedError(
+            f'pbc: {what}: derivatives through symbolic calls are not supported yet '
+            f"({carrying} carries derivatives). Call in evaluated mode (mode='evaluated'), "
+            'or use pbc.detach() or pbc.suspend_grad() for values whose derivatives are not '
+            'needed')
 
 
 def _check_results(leaves, width, what):

@@ -802,3 +802,33 @@ def test_the_example_of_every_function_in_the_docs_prints_what_it_says(capsys):
     printed = capsys.readouterr().out.splitlines()
     said = [line.split('# ')[-1] for line in block.splitlines() if line.startswith('print(')]
     assert printed == said
+
+
+class _Shade(pbc.Object):
+    def __init__(self, albedo):
+        super().__init__()
+        self.albedo = Float(albedo)
+
+    def eval(self, x):
+        return self.albedo * x
+
+
+def test_symbolic_calls_that_would_drop_derivatives_are_an_error():
+    # Derivatives of calls are evaluated-mode only for now: a symbolic call must not read
+    # its arguments or the instances' attributes (closure data) without them, silently.
+    a, b = _Shade(0.5), _Shade(0.25)
+    pbc.enable_grad(a.albedo, b.albedo)
+    ptrs = pbc.llvm.Ptr[_Shade]([a, b, a])
+    x = Float(1.0, 2.0, 3.0)
+    with pytest.raises(NotImplementedError, match="attribute 'albedo' of a _Shade carries"):
+        ptrs.eval(x, mode='symbolic')
+    pbc.backward(ptrs.eval(x, mode='evaluated'))
+    assert pbc.grad(a.albedo).numpy().tolist() == [4] and pbc.grad(b.albedo).numpy().tolist() == [2]
+    y = Float(1.0, 2.0, 3.0)
+    pbc.enable_grad(y)
+    with pbc.suspend_grad(a.albedo, b.albedo):
+        with pytest.raises(NotImplementedError, match='an argument carries'):
+            pbc.switch(UInt32(0, 1, 0), [lambda v: v * 2.0, lambda v: v + 1.0], y,
+                       mode='symbolic')
+        with pbc.suspend_grad(y):                    # (nothing carries derivatives here)
+            assert ptrs.eval(x, mode='symbolic').numpy().tolist() == [0.5, 0.5, 1.5]

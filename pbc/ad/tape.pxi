@@ -291,10 +291,11 @@ cdef int ad_check_recording() except -1:
     s = <ADScope> ad_scopes[ad_scope_depth - 1] if ad_scope_depth else None
     if s is None or not s.local or s.recording != scope_stack.size():
         raise NotImplementedError(
-            'pbc: derivatives through symbolic calls are not supported yet (a value that '
-            'carries derivatives is used in the body being recorded). Run the call in '
-            "evaluated mode (mode='evaluated'), or use pbc.detach() or pbc.suspend_grad() "
-            'for values whose derivatives are not needed')
+            'pbc: derivatives inside a symbolic call target, or inside the body of a legacy '
+            'pbc.Loop, are not supported yet (a value that carries derivatives is used in '
+            "the code being recorded). Run it in evaluated mode (mode='evaluated'; for "
+            'loops, pbc.while_loop is differentiable), or use pbc.detach() or '
+            'pbc.suspend_grad() for values whose derivatives are not needed')
     return 0
 
 cdef uint32_t ad_record(uint16_t rule, ArrayBase result, uint32_t* src, uint32_t* arg,
