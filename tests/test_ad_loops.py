@@ -408,3 +408,33 @@ def test_gradients_propagated_inside_a_loop_continue_past_it():
     with pbc.suspend_grad():
         _replay(table, n, dL, Float64(1.0))
     assert pbc.grad(a).numpy().tolist() == pytest.approx([(1 + 8 + 15) / 0.7])
+
+
+def test_forward_mode_inside_a_loop_body():
+    def body(i, x, d):
+        with pbc.resume_grad():
+            t = Float64(x)
+            pbc.enable_grad(t)
+            y = pbc.sin(t) * 2.0
+            pbc.set_grad(t, 1.0)
+            dy = pbc.forward_to(y)            # traced into the loop's body
+        return i + 1, pbc.detach(y), d + dy
+
+    with pbc.suspend_grad():
+        _, x, d = pbc.while_loop((UInt32(0), Float64(0.5, 1.0), Float64(0, 0)),
+                                 lambda i, x, d: i < 3, body, mode='symbolic')
+    xs, ds = np.array([0.5, 1.0]), np.zeros(2)
+    for _ in range(3):
+        ds, xs = ds + 2 * np.cos(xs), 2 * np.sin(xs)
+    np.testing.assert_allclose(x.numpy(), xs, rtol=1e-12)
+    np.testing.assert_allclose(d.numpy(), ds, rtol=1e-12)
+
+
+def test_state_of_width_one_that_grows_and_gains_derivatives():
+    a, w = Float(0.5), Float(1.0, 2.0, 3.0)
+    pbc.enable_grad(a)
+    _, acc = pbc.while_loop((UInt32(0), Float(0.0)), lambda i, acc: i < 2,
+                            lambda i, acc: (i + 1, acc + w * a), mode='symbolic',
+                            max_iterations=2)
+    pbc.backward(acc)
+    assert acc.numpy().tolist() == [1, 2, 3] and pbc.grad(a).numpy().tolist() == [12]
