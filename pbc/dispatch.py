@@ -19,6 +19,7 @@ import numpy as np
 
 from . import _runtime
 from ._runtime import ArrayBase
+from .ad import call as ad_call
 from .errors import SizeError, StateError, call_user
 from .evaluate import eval as _eval
 from .evaluate import eval_pending
@@ -267,25 +268,29 @@ def _call(selector, targets, args, mode, what, mask=None):
         # (without an outer mask, lanes with selector 0 select nothing already)
         keys = selector if outer is None else select(active, selector, 0)
         return _evaluated(keys, targets, args, flat, what)
-    if _runtime.ad_live_count():
-        _no_derivatives(flat[0], targets, what)
+    # (also inside suspend_grad(): a target may propagate derivatives itself, in a local
+    # resume_grad() scope)
+    if _runtime.ad_live_count() and not _runtime.ad_collecting():
+        _no_attribute_derivatives(targets, what)
+        return ad_call.symbolic_call(
+            targets, flat, lambda t, f: _symbolic(selector, active, t, f, what))
     return _symbolic(selector, active, targets, flat, what)
 
 
-def _no_derivatives(args, targets, what):
-    """Raises where a symbolic call would drop derivatives: its targets would see the
-    arguments, and the instances' attributes (read from tables, closure data), without
-    them, a silent zero gradient."""
-    carrying = 'an argument' if _runtime.ad_tracked(args) else next(
-        (f"the attribute '{'.'.join(path)}' of a {type(obj).__name__}"
-         for _, _, obj in targets if isinstance(obj, Object)
-         for path, _, _, v in _array_attributes(obj) if _runtime.ad_tracked([v])), None)
+def _no_attribute_derivatives(targets, what):
+    """Raises where a symbolic call would drop derivatives: its targets read the
+    instances' attributes from tables (closure data), without them, a silent zero
+    gradient."""
+    carrying = next((f"the attribute '{'.'.join(path)}' of a {type(obj).__name__}"
+                     for _, _, obj in targets if isinstance(obj, Object)
+                     for path, _, _, v in _array_attributes(obj) if _runtime.ad_tracked([v])),
+                    None)
     if carrying:
         raise NotImplementedError(
-            f'pbc: {what}: derivatives through symbolic calls are not supported yet '
-            f"({carrying} carries derivatives). Call in evaluated mode (mode='evaluated'), "
-            'or use pbc.detach() or pbc.suspend_grad() for values whose derivatives are not '
-            'needed')
+            f'pbc: {what}: derivatives of attributes of instances through symbolic calls are '
+            f"not supported yet ({carrying} carries derivatives). Call in evaluated mode "
+            "(mode='evaluated'), or use pbc.detach() or pbc.suspend_grad() for values "
+            'whose derivatives are not needed')
 
 
 def _check_results(leaves, width, what):

@@ -25,6 +25,7 @@ The derivative loops run the body again later, when the traversal reaches the lo
 what it read from enclosing scopes restored (_Closures), and without its side effects.
 """
 
+import functools
 import os
 import sys
 
@@ -183,7 +184,7 @@ class _PrimalBody(_LocalBody):
         if more:
             raise _MoreState(more)
         outer = {n for n in nodes if n and _runtime.ad_serial_of(n) < since}
-        self.implicit = sorted(_runtime.ad_outer_sources(since) | outer)
+        self.implicit = sorted(outer_sources(since) | outer)
         for a in out:
             n = _runtime.ad_index(a)
             if n and _runtime.ad_serial_of(n) >= since:
@@ -377,6 +378,12 @@ def _reverse(op, grads):
             accumulate(op.inputs[i], g)
 
 
+def outer_sources(since):
+    """The nodes from before serial number `since` that those made since read (none made:
+    no scan of the graph)."""
+    return _runtime.ad_outer_sources(since) if _runtime.ad_serial_now() > since else set()
+
+
 class _Closures:
     """What functions (a loop's cond and body) read from enclosing scopes, as it was when
     the loop was recorded: the variables (closure cells, through the functions found in
@@ -393,6 +400,11 @@ class _Closures:
             if id(f) in seen:
                 continue
             seen.add(id(f))
+            if isinstance(f, functools.partial):          # (a method bound to an instance)
+                stack.append(f.func)
+                for value in (*f.args, *f.keywords.values()):
+                    self.arrays += [(a, _runtime.ad_same(a)) for a in _arrays_in(value)]
+                continue
             for cell in getattr(f, '__closure__', None) or ():
                 try:
                     value = cell.cell_contents
@@ -403,6 +415,13 @@ class _Closures:
                     stack.append(value)
                 elif not isinstance(value, (type, str, int, float, bool)):
                     self.arrays += [(a, _runtime.ad_same(a)) for a in _arrays_in(value)]
+        self._dedupe()
+
+    def _dedupe(self):
+        """One entry per cell and per array (functions share cells: a swap made twice would
+        undo itself)."""
+        self.cells = list({id(c): (c, v) for c, v in reversed(self.cells)}.values())
+        self.arrays = list({id(a): (a, w) for a, w in reversed(self.arrays)}.values())
 
     def __enter__(self):
         self.now = []

@@ -23,7 +23,8 @@ class ADFlag(enum.IntFlag):
 
 
 class _Body:
-    """A symbolic loop body being recorded (`depth`: the recording depth inside it). Nodes
+    """A symbolic loop body (or call target) being recorded (`depth`: the recording depth
+    inside it). Nodes
     made before `serial` are outside it: derivative code inside the body cannot add to
     their gradients (an addition there would be code of the body), so their contributions
     are scattered into `sinks`, buffers made for them (node -> buffer), and added to their
@@ -71,6 +72,12 @@ def body_end(recorded):
         accumulate(node, body.sinks[node].total())
     if nodes and body.resume:
         traverse(nodes, True, True, ADFlag.Default)
+
+
+def body_leave():
+    """Called as the body of a symbolic call's target ends: its sinks (node -> Spread), for
+    the caller to add once the whole call is recorded (pbc/ad/call.py)."""
+    return _bodies.pop().sinks
 
 
 def in_body():

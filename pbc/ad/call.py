@@ -1,0 +1,203 @@
+"""Derivatives of symbolic calls (the paper's "Differentiating polymorphism"): the
+derivative of a call is another call, to derivative versions of each target, recorded as
+subroutines like the call itself.
+
+A symbolic call whose arguments carry derivatives is recorded with each target run in an
+AD scope local to it: its float arguments get nodes of their own, and what it computes
+from them and from arrays read from outside (its implicit inputs) carries derivatives
+there. The call's results leave without those nodes; one node of the AD graph stands for
+the call, from the arguments' and implicit inputs' nodes to its float results.
+
+Forward mode calls the targets again with the arguments' tangents as further arguments
+(zero ones as literals, which the targets fold: their derivative code disappears); each
+target propagates them forward inside itself and returns its results' tangents. Reverse
+mode calls them with the results' gradients: each target propagates them backward inside
+itself and returns the arguments' gradients; what reaches the implicit inputs goes into
+sinks (propagate._Body), added to their gradients once the call is recorded.
+
+Attributes of instances are read inside the targets as closure data (tables of the
+instances' values), without derivatives: where one carries derivatives, the call raises
+(pbc/dispatch.py) rather than dropping them.
+"""
+
+from .. import _runtime, tree
+from .._runtime import ArrayBase
+from . import propagate
+from .loop import _Closures, outer_sources
+from .propagate import ADFlag, accumulate, traverse
+from .scopes import _current
+
+
+def _float(x):
+    return isinstance(x, ArrayBase) and x.Type in ('float32', 'float64')
+
+
+def symbolic_call(targets, flat, record):
+    """The result of `record(targets, flat)`, which records a symbolic call of `targets`
+    ((key, fn, obj) each) on the flattened arguments `flat` ((arrays, build)), with a node
+    for the call where its inputs carry derivatives."""
+    arrays, build = flat
+    inputs = [_runtime.ad_node_of(a) if _float(a) else 0 for a in arrays]
+    diff = [i for i, n in enumerate(inputs) if n]
+    primal = [_Target(fn, diff, 'primal') for _, fn, _ in targets]
+    result = record([(key, t, obj) for (key, _, obj), t in zip(targets, primal)],
+                    ([_runtime.ad_detached(a) for a in arrays], build))
+    _flush(primal, resume=True)
+    implicit = sorted({n for t in primal for n in t.implicit})
+    sources = list(dict.fromkeys([n for n in inputs if n] + implicit))
+    outs, out_build = tree.flatten(result)
+    linked = [i for i, a in enumerate(outs) if _float(a) and _runtime.ad_index(a) == 0]
+    if not sources or not linked:
+        return result
+    op = CallOp(targets, [_runtime.ad_detached(a) for a in arrays], build, inputs, diff,
+                implicit, [(type(outs[i]), len(outs[i])) for i in linked], record,
+                _Closures(*[fn for _, fn, _ in targets]))
+    weak = _runtime.ad_custom(op, sources, [outs[i] for i in linked])
+    op.outputs = list(weak)
+    return result
+
+
+def _flush(bodies, resume):
+    """Adds what the targets' sinks gathered to their nodes' gradients, once the call is
+    recorded (not before: the sinks are written by the call)."""
+    nodes = []
+    for t in bodies:
+        for node, sink in t.sinks.items():
+            if _runtime.ad_size(node):
+                accumulate(node, sink.total())
+                nodes.append(node)
+    if nodes and resume:
+        traverse(list(dict.fromkeys(nodes)), True, True, ADFlag.Default)
+
+
+class _Target:
+    """A call target run in an AD scope and a propagate._Body local to it. `kind`:
+    'primal' (the call itself: notes the implicit inputs, strips the results' nodes),
+    'forward' (more arguments: the tangents of the arguments `diff`; returns the tangents
+    of the float results) or 'backward' (more arguments: the gradients of the float
+    results; returns those of the arguments `diff`)."""
+
+    def __init__(self, fn, diff, kind, size=0):
+        self.fn, self.diff, self.kind, self.size = fn, diff, kind, size
+        self.implicit, self.sinks = [], {}
+
+    def __call__(self, *args, **kwargs):
+        if self.kind == 'primal':
+            complement, nodes = _current()
+            scope = _runtime.ad_scope_push(complement, False, list(nodes), False, True)
+        else:       # (everything: only the seeds carry derivatives)
+            scope = _runtime.ad_scope_push(True, False, [], False, True)
+        propagate.body_begin()
+        try:
+            if self.kind == 'primal':
+                return self._primal(args, kwargs, scope.serial)
+            arrays, extra = list(args[:self.size]), args[self.size:]
+            for i in self.diff:
+                if not _runtime.ad_index(arrays[i]):
+                    _runtime.ad_enable(arrays[i])
+            if self.kind == 'forward':
+                return self._forward(arrays, extra, scope.serial)
+            return self._backward(arrays, extra, scope.serial)
+        finally:
+            self.sinks = propagate.body_leave()
+            _runtime.ad_scope_pop()
+
+    def _primal(self, args, kwargs, since):
+        leaves = tree.flatten((args, kwargs))[0]
+        for i in self.diff:
+            if not _runtime.ad_index(leaves[i]):
+                _runtime.ad_enable(leaves[i])
+        r = self.fn(*args, **kwargs)
+        out = tree.flatten(r)[0]
+        nodes = [_runtime.ad_index(a) if _float(a) else 0 for a in out]
+        outer = {n for n in nodes if n and _runtime.ad_serial_of(n) < since}
+        self.implicit = sorted(outer_sources(since) | outer)
+        for a, n in zip(out, nodes):
+            if n and _runtime.ad_serial_of(n) >= since:
+                _runtime.ad_disable(a)
+        return r
+
+    def _run(self, arrays):
+        args, kwargs = self.build(arrays)
+        return tree.flatten(self.fn(*args, **kwargs))[0]
+
+    def _forward(self, arrays, tangents, since):
+        seeds = list(self.implicit_all)
+        for i, t in zip(self.diff, tangents):
+            n = _runtime.ad_index(arrays[i])
+            _runtime.ad_set_grad(n, t)
+            seeds.append(n)
+        out = self._run(arrays)
+        traverse(seeds, False, False, ADFlag.ClearNone, since=since)
+        result = []
+        for a in out:
+            if not _float(a):
+                continue
+            n = _runtime.ad_index(a)
+            inside = n and (_runtime.ad_serial_of(n) >= since or n in seeds)
+            g = _runtime.ad_grad(n) if inside else None
+            result.append(_runtime.literal(type(a), 0, 1) if g is None else g)
+        return result
+
+    def _backward(self, arrays, grads, since):
+        out = [a for a in self._run(arrays) if _float(a)]
+        starts = []
+        for a, g in zip(out, grads):
+            n = _runtime.ad_index(a)
+            if n:
+                accumulate(n, g, wide=True)
+                starts.append(n)
+        traverse(starts, True, True, ADFlag.ClearNone, since=since)
+        result = []
+        for i in self.diff:
+            n = _runtime.ad_index(arrays[i])
+            g = _runtime.ad_grad(n) if n and _runtime.ad_serial_of(n) >= since else None
+            result.append(_runtime.literal(type(arrays[i]), 0, 1) if g is None else g)
+        return result
+
+
+class CallOp:
+    """The AD graph's node for one symbolic call (a custom op's node: traversals call
+    _propagate). It holds the call's arguments (values) and, weakly, its results' nodes."""
+
+    def __init__(self, targets, values, build, inputs, diff, implicit, kinds, record,
+                 closures):
+        self.targets, self.values, self.build = targets, values, build
+        self.closures = closures        # what the targets read, as they read it
+        self.inputs, self.diff, self.implicit = inputs, diff, implicit
+        self.kinds, self.record = kinds, record      # (type, width) of the float results
+        self.outputs = []                             # (node, serial) per float result
+
+    def _propagate(self, backward):
+        if backward:
+            grads = [_runtime.ad_grad(n) if _runtime.ad_alive(n, s) else None
+                     for n, s in self.outputs]
+            if all(g is None for g in grads):
+                return False
+            extra = [g if g is not None else _runtime.literal(T, 0, 1)
+                     for g, (T, _) in zip(grads, self.kinds)]
+        else:
+            extra = [_runtime.ad_grad(self.inputs[i]) for i in self.diff]
+            extra = [t if t is not None else _runtime.literal(type(self.values[i]), 0, 1)
+                     for t, i in zip(extra, self.diff)]
+        kind = 'backward' if backward else 'forward'
+        size = len(self.values)
+        bodies = []
+        for _, fn, _ in self.targets:
+            t = _Target(fn, self.diff, kind, size)
+            t.build, t.implicit_all = self.build, self.implicit
+            bodies.append(t)
+        from .scopes import suspend_grad
+        with self.closures, suspend_grad():
+            out = self.record([(key, t, obj) for (key, _, obj), t in zip(self.targets, bodies)],
+                              (list(self.values) + extra, lambda new: (tuple(new), {})))
+        out = tree.flatten(out)[0]
+        _flush(bodies, resume=False)
+        if backward:
+            for i, g in zip(self.diff, out):
+                accumulate(self.inputs[i], g)
+        else:
+            for (n, s), t in zip(self.outputs, out):
+                if _runtime.ad_alive(n, s):
+                    accumulate(n, t)
+        return True
