@@ -4,6 +4,10 @@ installed (run in a child process; pbc never imports it):
   * reverse-mode gradient of a 100-op elementwise function of two inputs on 10^7 floats:
     primal alone vs primal + gradients (traced, fused and run), and kernels launched;
   * tracing cost per op with gradients enabled and disabled;
+  * the dispatch benchmark's series (benchmarks/dispatch.py) at M = 64 on 10^6 lanes, each
+    target scaled by a parameter of its own, differentiated in reverse mode w.r.t. the 64
+    parameters: symbolic and evaluated calls, first call (fresh process) and warm, beside
+    Dr.Jit 1.5's dr.switch doing the same (when installed);
   * a Path Replay Backpropagation toy (pbc only): 10^6 lanes, 16 steps, each multiplying the
     lane's value by a texel of a differentiable 1024-texel table; the table's gradient
     computed as PRB does (a replay loop calling backward_from inside, one kernel) and
@@ -94,6 +98,66 @@ def _grad_eval(lib, a, b):
     lib.backward(y)
     lib.eval(y, lib.grad(a), lib.grad(b))
     lib.sync()
+
+
+DISPATCH_M = 64
+
+
+def dispatch_child(lib, mode):
+    """The reverse-mode gradient of the dispatch series w.r.t. a parameter per target."""
+    from benchmarks.dispatch import WARM_REPEAT, inputs, series, terms
+    if lib == 'drjit':
+        import drjit as m
+        from drjit.llvm.ad import Float, UInt32
+        m.set_flag(m.JitFlag.SymbolicCalls, mode == 'symbolic')
+    else:
+        import pbc as m
+        from pbc.llvm import Float, UInt32
+    xs, idx = inputs(DISPATCH_M)
+    x, index = Float(xs), UInt32(idx)
+    m.eval(m.arange(Float, 10) * 0.5)               # one-time LLVM setup
+    params = [Float(0.5 + i / 128) for i in range(DISPATCH_M)]
+    m.enable_grad(*params)
+    funcs = [(lambda n, c: lambda v: series(v, n) * c)(terms(i, 'full'), params[i])
+             for i in range(DISPATCH_M)]
+
+    def run():
+        for c in params:
+            m.clear_grad(c)
+        t0 = time.perf_counter()
+        if lib == 'drjit':
+            y = m.switch(index, funcs, x)
+        else:
+            y = m.switch(index, funcs, x, mode=mode)
+        m.backward(y)
+        grads = [m.grad(c) for c in params]
+        m.eval(grads)
+        m.sync_thread()
+        return time.perf_counter() - t0, grads
+
+    first, grads = run()
+    warm = min(run()[0] for _ in range(WARM_REPEAT))
+    return dict(first=first, warm=warm,
+                checksum=float(sum(float(g.numpy()[0]) for g in grads)))
+
+
+def dispatch_rows():
+    from benchmarks import best_of_rounds, row
+    from benchmarks.compare import LLVM19
+    os.environ.setdefault('DRJIT_LIBLLVM_PATH', LLVM19)
+    print(f'Dispatch series, M = {DISPATCH_M}, 10^6 lanes: reverse-mode gradient w.r.t. a '
+          'parameter per target, first / warm (ms)')
+    for mode in ('symbolic', 'evaluated'):
+        r = best_of_rounds({lib: ('ad', ('dispatch', lib, mode), None)
+                            for lib in ('pbc', 'drjit')})
+        p, d = r['pbc'], r['drjit']
+        for name, f in (('pbc', p), ('Dr.Jit 1.5', d)):
+            row(f'  {mode:<9} {name}', f['error'][:60] if 'error' in f else
+                f"{f['first'] * 1e3:.1f} / {f['warm'] * 1e3:.1f}")
+        if 'error' not in p and 'error' not in d:
+            row(f'  {mode:<9} ratio pbc / Dr.Jit (target <= 1)',
+                f"{p['first'] / d['first']:.2f} / {p['warm'] / d['warm']:.2f}")
+            row(f'  {mode:<9} same gradients (sum)', f"{p['checksum']:.6g} / {d['checksum']:.6g}")
 
 
 PRB_LANES, PRB_STEPS, PRB_TEXELS = 1_000_000, 16, 1024
@@ -191,6 +255,7 @@ def main():
         row('tracing per op, gradients disabled (ns)', f"{r['trace_off'] * 1e9:.0f}")
         row('tracing per op, gradients enabled (ns)', f"{r['trace_on'] * 1e9:.0f}")
         row('  ratio (target <= 2.5)', f"{r['trace_on'] / r['trace_off']:.2f}")
+    dispatch_rows()
     prb_rows()
 
 
@@ -199,6 +264,8 @@ if __name__ == '__main__':
     import sys
     if sys.argv[2:3] == ['prb']:
         print(json.dumps(prb_child(sys.argv[3])))
+    elif sys.argv[2:3] == ['dispatch']:
+        print(json.dumps(dispatch_child(sys.argv[3], sys.argv[4])))
     else:
         from benchmarks.compare import child_main
         child_main(measure, ad=True)

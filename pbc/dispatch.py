@@ -272,8 +272,9 @@ def _call(selector, targets, args, mode, what, mask=None):
     # resume_grad() scope)
     if _runtime.ad_live_count() and not _runtime.ad_collecting():
         _no_attribute_derivatives(targets, what)
+        tables = {}
         return ad_call.symbolic_call(
-            targets, flat, lambda t, f: _symbolic(selector, active, t, f, what))
+            targets, flat, lambda t, f: _symbolic(selector, active, t, f, what, tables))
     return _symbolic(selector, active, targets, flat, what)
 
 
@@ -283,8 +284,8 @@ def _no_attribute_derivatives(targets, what):
     gradient."""
     carrying = next((f"the attribute '{'.'.join(path)}' of a {type(obj).__name__}"
                      for _, _, obj in targets if isinstance(obj, Object)
-                     for path, _, _, v in _array_attributes(obj) if _runtime.ad_tracked([v])),
-                    None)
+                     for path, _, _, v in _array_attributes(obj)
+                     if len(v) > 1 and _runtime.ad_tracked([v])), None)
     if carrying:
         raise NotImplementedError(
             f'pbc: {what}: derivatives of attributes of instances through symbolic calls are '
@@ -335,14 +336,19 @@ def _enter(key, what):
     _active_calls.append((key, what))
 
 
-def _symbolic(selector, active, targets, flat, what):
+def _symbolic(selector, active, targets, flat, what, tables=None):
     """Records every target once, in a scope of its own; the kernel runs each target only
-    for the lanes (and vectors) that select it. (flat: flatten() of the arguments.)"""
+    for the lanes (and vectors) that select it. (flat: flatten() of the arguments.) A
+    call's derivative calls (pbc/ad/call.py) read the instances' attributes from the tables
+    the call read them from (`tables`, a dict the first call fills): their derivatives are
+    the call's inputs."""
     width = len(selector)
     arrays, build = flat
     optimize = flag(JitFlag.OptimizeCalls)
     Bool = _runtime.class_for(selector, 'bool')
     values, sources, pointers = _closure_data(selector, targets)
+    if tables is not None:
+        values = tables.setdefault('values', values)
     starts, ends, first, types, outs = [], [], None, None, []
     # Literal arguments go in as they are: the target folds them (OptimizeCalls).
     literal = [optimize and a.state == 'literal' for a in arrays]
@@ -350,6 +356,11 @@ def _symbolic(selector, active, targets, flat, what):
     try:
         for (key, fn, obj), closure, mine in zip(targets, values, sources):
             start = _runtime.call_begin(key, width, selector._backend_code)
+            # (a target that computes derivatives, pbc/ad/call.py, records in an AD scope of
+            # its own, which its reads of attributes belong to)
+            recording = fn.recording() if isinstance(fn, ad_call.Target) else None
+            if recording is not None:
+                recording.__enter__()
             outer = None
             if mine:
                 # (by the arrays' variables now: a scatter in an earlier target may have
@@ -395,6 +406,8 @@ def _symbolic(selector, active, targets, flat, what):
                     _swap_attributes(saved)
                 if outer is not None:
                     _runtime.set_closure_sources(outer)
+                if recording is not None:
+                    recording.__exit__(None, None, None)
             starts.append(start)
             outs.append(leaves)
             ends.append(_runtime.call_end(start, [x.index for x in leaves]))
@@ -503,11 +516,7 @@ def _closure_data(selector, targets):
             for t, v in arrays.items():
                 sources[t].append((v, pointers[-1]))
         else:
-            data = np.zeros(len(objs), dtype=T.Type if T.Type != 'bool' else np.bool_)
-            for t, (_, _, v) in vs.items():
-                data[t] = v.numpy()[0]
-
-            read = functools.partial(_read_table, T, T(data), slot)
+            read = functools.partial(_read_table, T, _table(T, len(objs), vs), slot)
             for t, (owner, name, _) in vs.items():
                 values[t].append((owner, name, read))
     return values, sources, pointers
@@ -544,6 +553,23 @@ class _LanePointer:
         if self.written is not None:
             _runtime.dec_ref(self.written[1])
         self.index, self.written = 0, None
+
+
+def _table(T, n, values):
+    """The table of n entries that holds `values` ({target: (owner, name, width-1 array)})
+    for the targets to read. Where one carries derivatives, its entry is scattered in, so
+    that the table's derivatives reach the instance's attribute (a symbolic call's targets
+    read the table: pbc/ad/call.py); else the values go through the host, as data."""
+    if _runtime.ad_live_count() and _runtime.ad_tracked([v for _, _, v in values.values()]):
+        table = zeros(T, n)
+        U = _runtime.class_for(table, 'uint32')
+        for t, (_, _, v) in values.items():
+            _runtime.scatter(table, v, U(t))
+        return table
+    data = np.zeros(n, dtype=T.Type if T.Type != 'bool' else np.bool_)
+    for t, (_, _, v) in values.items():
+        data[t] = v.numpy()[0]
+    return T(data)
 
 
 def _read_table(T, table, slot, mask):

@@ -803,30 +803,3 @@ def test_the_example_of_every_function_in_the_docs_prints_what_it_says(capsys):
     said = [line.split('# ')[-1] for line in block.splitlines() if line.startswith('print(')]
     assert printed == said
 
-
-class _Shade(pbc.Object):
-    def __init__(self, albedo):
-        super().__init__()
-        self.albedo = Float(albedo)
-
-    def eval(self, x):
-        return self.albedo * x
-
-
-def test_symbolic_calls_that_would_drop_attribute_derivatives_are_an_error():
-    # The targets of a symbolic call read the instances' attributes from tables (closure
-    # data), without derivatives: where one carries them, the call must say so rather than
-    # give a zero gradient. (Evaluated calls differentiate them.)
-    a, b = _Shade(0.5), _Shade(0.25)
-    pbc.enable_grad(a.albedo, b.albedo)
-    ptrs = pbc.llvm.Ptr[_Shade]([a, b, a])
-    x = Float(1.0, 2.0, 3.0)
-    with pytest.raises(NotImplementedError, match="attribute 'albedo' of a _Shade carries"):
-        ptrs.eval(x, mode='symbolic')
-    pbc.backward(ptrs.eval(x, mode='evaluated'))
-    assert pbc.grad(a.albedo).numpy().tolist() == [4] and pbc.grad(b.albedo).numpy().tolist() == [2]
-    y = Float(1.0, 2.0, 3.0)
-    pbc.enable_grad(y)
-    with pbc.suspend_grad(a.albedo, b.albedo):     # (only the argument carries them)
-        pbc.backward(ptrs.eval(y, mode='symbolic'))
-    assert pbc.grad(y).numpy().tolist() == [0.5, 0.25, 0.5]

@@ -175,3 +175,44 @@ def test_derivative_calls_see_what_the_targets_read_as_it_was():
     pbc.set_grad(x, 1.0)
     assert pbc.forward_to(y).numpy().tolist() == [4, 1, 12]
     assert s.numpy().tolist() == [3]
+
+
+class Diffuse(pbc.Object):
+    def __init__(self, albedo, texels=None):
+        super().__init__()
+        self.albedo = Float64(albedo)
+        if texels is not None:
+            self.texels = texels
+
+    def shade(self, x):
+        return self.albedo * pbc.sin(x) + self.albedo * self.albedo
+
+
+def test_attributes_of_instances_differentiate_in_symbolic_calls():
+    # Width-1 attributes are read from a table of the instances' values (closure data):
+    # the table carries their derivatives, in both modes and both directions.
+    grads, tangents = {}, {}
+    for mode in MODES:
+        mats = [Diffuse(0.5), Diffuse(0.25), Diffuse(0.8)]
+        pbc.enable_grad(*[m.albedo for m in mats])
+        ptrs = Ptr[Diffuse]([mats[i] for i in (0, 1, 2, 0, 1)])
+        x = Float64(0.1, 0.2, 0.3, 0.4, 0.5)
+        pbc.backward(ptrs.shade(x, mode=mode) * Float64(1, 2, 3, 4, 5))
+        grads[mode] = [pbc.grad(m.albedo).numpy()[0] for m in mats]
+        pbc.set_grad(mats[1].albedo, 1.0)
+        tangents[mode] = pbc.forward_to(ptrs.shade(x, mode=mode)).numpy()
+    np.testing.assert_allclose(grads['symbolic'], grads['evaluated'], rtol=1e-12)
+    np.testing.assert_allclose(tangents['symbolic'], tangents['evaluated'], rtol=1e-12)
+    x = np.array([0.1, 0.2, 0.3, 0.4, 0.5])
+    w, a = np.arange(1, 6), np.array([0.5, 0.25, 0.8, 0.5, 0.25])
+    want = [np.sum(((np.sin(x) + 2 * a) * w)[k]) for k in ([0, 3], [1, 4], [2])]
+    np.testing.assert_allclose(grads['symbolic'], want, rtol=1e-12)
+
+
+def test_array_attributes_that_carry_derivatives_are_an_error_in_symbolic_calls():
+    texels = Float64(0.1, 0.2, 0.3)
+    pbc.enable_grad(texels)
+    mats = [Diffuse(0.5, texels), Diffuse(0.25, texels)]
+    ptrs = Ptr[Diffuse]([mats[0], mats[1]])
+    with pytest.raises(NotImplementedError, match="attribute 'texels' of a Diffuse carries"):
+        ptrs.shade(Float64(0.1, 0.2), mode='symbolic')

@@ -20,6 +20,8 @@ instances' values), without derivatives: where one carries derivatives, the call
 (pbc/dispatch.py) rather than dropping them.
 """
 
+import contextlib
+
 from .. import _runtime, tree
 from .._runtime import ArrayBase
 from . import propagate
@@ -39,7 +41,7 @@ def symbolic_call(targets, flat, record):
     arrays, build = flat
     inputs = [_runtime.ad_node_of(a) if _float(a) else 0 for a in arrays]
     diff = [i for i, n in enumerate(inputs) if n]
-    primal = [_Target(fn, diff, 'primal') for _, fn, _ in targets]
+    primal = [Target(fn, diff, 'primal') for _, fn, _ in targets]
     result = record([(key, t, obj) for (key, _, obj), t in zip(targets, primal)],
                     ([_runtime.ad_detached(a) for a in arrays], build))
     _flush(primal, resume=True)
@@ -70,7 +72,7 @@ def _flush(bodies, resume):
         traverse(list(dict.fromkeys(nodes)), True, True, ADFlag.Default)
 
 
-class _Target:
+class Target:
     """A call target run in an AD scope and a propagate._Body local to it. `kind`:
     'primal' (the call itself: notes the implicit inputs, strips the results' nodes),
     'forward' (more arguments: the tangents of the arguments `diff`; returns the tangents
@@ -81,26 +83,34 @@ class _Target:
         self.fn, self.diff, self.kind, self.size = fn, diff, kind, size
         self.implicit, self.sinks = [], {}
 
-    def __call__(self, *args, **kwargs):
+    @contextlib.contextmanager
+    def recording(self):
+        """The target's AD scope and propagate._Body, entered by the call's recording
+        (pbc/dispatch.py) right after the target's begins, so that its reads of the
+        instances' attributes belong to them too."""
         if self.kind == 'primal':
             complement, nodes = _current()
             scope = _runtime.ad_scope_push(complement, False, list(nodes), False, True)
         else:       # (everything: only the seeds carry derivatives)
             scope = _runtime.ad_scope_push(True, False, [], False, True)
         propagate.body_begin()
+        self.since = scope.serial
         try:
-            if self.kind == 'primal':
-                return self._primal(args, kwargs, scope.serial)
-            arrays, extra = list(args[:self.size]), args[self.size:]
-            for i in self.diff:
-                if not _runtime.ad_index(arrays[i]):
-                    _runtime.ad_enable(arrays[i])
-            if self.kind == 'forward':
-                return self._forward(arrays, extra, scope.serial)
-            return self._backward(arrays, extra, scope.serial)
+            yield self
         finally:
             self.sinks = propagate.body_leave()
             _runtime.ad_scope_pop()
+
+    def __call__(self, *args, **kwargs):
+        if self.kind == 'primal':
+            return self._primal(args, kwargs, self.since)
+        arrays, extra = list(args[:self.size]), args[self.size:]
+        for i in self.diff:
+            if not _runtime.ad_index(arrays[i]):
+                _runtime.ad_enable(arrays[i])
+        if self.kind == 'forward':
+            return self._forward(arrays, extra, self.since)
+        return self._backward(arrays, extra, self.since)
 
     def _primal(self, args, kwargs, since):
         leaves = tree.flatten((args, kwargs))[0]
@@ -184,7 +194,7 @@ class CallOp:
         size = len(self.values)
         bodies = []
         for _, fn, _ in self.targets:
-            t = _Target(fn, self.diff, kind, size)
+            t = Target(fn, self.diff, kind, size)
             t.build, t.implicit_all = self.build, self.implicit
             bodies.append(t)
         from .scopes import suspend_grad
