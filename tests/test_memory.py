@@ -67,6 +67,24 @@ def test_scatter_reduce_contended(op, t):
     np.testing.assert_array_equal(target.numpy(), expected)
 
 
+@pytest.mark.parametrize('t', ('int32', 'uint32', 'int64', 'float32', 'float64'))
+@pytest.mark.parametrize('slot', [1, 9])
+def test_scatter_add_of_every_lane_into_one_entry(t, slot):
+    # A literal index: each vector adds its active lanes' sum at once (the gradient of a
+    # width-1 parameter); masked lanes, and an index out of range, add nothing.
+    rng = np.random.default_rng(4)
+    n = 100_003
+    values = rng.integers(-8, 8, n).astype(t) if t != 'uint32' else \
+        rng.integers(0, 8, n).astype(t)
+    active = rng.random(n) < 0.7
+    target = flat(t, np.zeros(3, dtype=t))
+    pbc.scatter_reduce(ReduceOp.Add, target, flat(t, values), slot, Bool(active))
+    expected = np.zeros(3, dtype=t)
+    if slot < 3:
+        expected[slot] = values[active].sum(dtype=t)
+    np.testing.assert_array_equal(target.numpy(), expected)
+
+
 def test_gather_from_literals_and_expressions_masks_like_memory():
     idx, mask = UInt32(0, 2, 3, 9), Bool(True, True, False, True)
     for src in (pbc.full(Float, 7.0, 4), pbc.arange(Float, 4) * 2 + 7):

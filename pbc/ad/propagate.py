@@ -123,7 +123,7 @@ def accumulate(node, g, wide=False):
 def _into_sink(body, node, g):
     """Adds contribution g, made inside `body`, to the sink of `node` (from outside it): a
     scatter-add at the entries a gather read (rules.Scattered), or lane by lane into a
-    buffer as wide as the loop (summed over the lanes afterwards where the node has one)."""
+    buffer of the node's width (one entry for a node of width 1)."""
     sink = body.sinks.get(node)
     if isinstance(g, rules.Scattered):
         if sink is None:
@@ -134,8 +134,9 @@ def _into_sink(body, node, g):
         return
     g = _as(rules.value(g), node)
     if sink is None:
+        # (a node of width 1 gets one entry, which each vector of lanes adds its sum into)
         sink = body.sinks[node] = rules.Spread(
-            _runtime.ad_class(node), max(_runtime.ad_size(node), len(g)), 1)
+            _runtime.ad_class(node), _runtime.ad_size(node), 1)
     sink.add(g)
 
 

@@ -536,6 +536,10 @@ class _Renderer:
             b.append(f'  call void @llvm.{name}({V} {value}, {P} {r}.p, i32 {BYTES[m]}, '
                      f'{self.masks} {r}.m)')
             return
+        if reduce == 'add' and self.k.instrs[index_reg].op == 'literal' and m != 'i8' and \
+                self.k.instrs[ptr_reg].op != 'lane_ptr':          # (one address for all)
+            self._add_into_one(r, m, vt, value)
+            return
         # Atomic reduction: one atomicrmw per active lane, correct under any contention.
         lane = [f'  {r}.pj = extractelement {P} {r}.p, i32 {r}.j',
                 f'  {r}.vj = extractelement {V} {value}, i32 {r}.j']
@@ -545,6 +549,28 @@ class _Renderer:
             lane.append(f'  {r}.old = atomicrmw {ATOMIC[(reduce, KIND[vt])]} ptr {r}.pj, '
                         f'{m} {r}.vj monotonic')
         self._per_lane(r, f'{r}.m', lane)
+
+    def _add_into_one(self, r, m, vt, value):
+        """Every lane adds into one entry (a literal index: the gradient of a parameter of
+        width 1, say): the active lanes' sum, then one atomic addition per vector, instead
+        of one per lane on one address. (The order of a scatter-add's additions is
+        unspecified: docs/semantics.md.)"""
+        V, P, W = self.vec(m), self.vec('ptr'), self.W
+        float_ = KIND[vt] == 'f'
+        name = f'vector.reduce.{"fadd" if float_ else "add"}.v{W}{MANGLE[m]}'
+        self.decls[f'declare {m} @llvm.{name}({m + ", " if float_ else ""}{V})'] = None
+        lbl = r[1:]
+        self.body += [
+            f'  {r}.s = select {self.masks} {r}.m, {V} {value}, {V} zeroinitializer',
+            f'  {r}.t = call {"reassoc " if float_ else ""}{m} @llvm.{name}('
+            f'{m + " -0.0, " if float_ else ""}{V} {r}.s)',
+            f'  {r}.bits = bitcast {self.masks} {r}.m to i{W}',
+            f'  {r}.any = icmp ne i{W} {r}.bits, 0',
+            f'  br i1 {r}.any, label %{lbl}.add, label %{lbl}.added', f'{lbl}.add:',
+            f'  {r}.p0 = extractelement {P} {r}.p, i32 0',
+            f'  {r}.old = atomicrmw {ATOMIC[("add", KIND[vt])]} ptr {r}.p0, {m} {r}.t monotonic',
+            f'  br label %{lbl}.added', f'{lbl}.added:']
+        self.block = f'{lbl}.added'
 
     @staticmethod
     def _cas_multiply(r, m):
