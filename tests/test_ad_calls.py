@@ -216,3 +216,28 @@ def test_array_attributes_that_carry_derivatives_are_an_error_in_symbolic_calls(
     ptrs = Ptr[Diffuse]([mats[0], mats[1]])
     with pytest.raises(NotImplementedError, match="attribute 'texels' of a Diffuse carries"):
         ptrs.shade(Float64(0.1, 0.2), mode='symbolic')
+
+
+def test_symbolic_loops_inside_call_targets():
+    def target(v):
+        return pbc.while_loop((UInt32(0), v), lambda i, y: i < 3,
+                              lambda i, y: (i + 1, pbc.sin(y) * 1.1), mode='symbolic',
+                              max_iterations=3)[1]
+
+    def run(mode):
+        x = Float64(0.1, 0.2, 0.3)
+        pbc.enable_grad(x)
+        return x, pbc.switch(UInt32(0, 1, 0), [target, lambda v: v * 2.0], x, mode=mode)
+
+    tangents = {}
+    for mode in MODES:
+        x, y = run(mode)
+        pbc.set_grad(x, 1.0)
+        tangents[mode] = pbc.forward_to(y).numpy()
+    np.testing.assert_allclose(tangents['symbolic'], tangents['evaluated'], rtol=1e-12)
+    x, y = run('evaluated')
+    pbc.backward(y)
+    np.testing.assert_allclose(pbc.grad(x).numpy(), tangents['evaluated'], rtol=1e-12)
+    x, y = run('symbolic')
+    with pytest.raises(RuntimeError, match=r"or a symbolic call's target\), are not supported"):
+        pbc.backward(y)

@@ -1,9 +1,10 @@
 """Derivatives through random control flow: hypothesis draws programs of float64 arithmetic
 over two differentiable variables and a differentiable parameter, in `while` loops (with
-`break` and `continue`), `if` statements and early `return`s, written as plain Python
-under @pbc.syntax. Each runs with its loops and conditionals symbolic and evaluated, in
-forward mode and reverse mode (symbolic loops given max_iterations), and the derivatives
-must agree with each other and with central finite differences.
+`break` and `continue`), `if` statements, early `return`s and calls (pbc.switch over
+targets that also read the parameter), written as plain Python under @pbc.syntax. Each
+runs with its loops, conditionals and calls symbolic and evaluated, in forward mode and
+reverse mode (symbolic loops given max_iterations), and the derivatives must agree with
+each other and with central finite differences.
 
 Branch and loop conditions read only integer inputs and loop counters, so that the
 programs are smooth in the differentiated values and finite differences are exact to
@@ -34,9 +35,13 @@ class Program:
     def __init__(self, seed):
         self.rng = random.Random(seed)
         self.lines, self.counters, self.depth = [], 0, 0
-        self.nested = False
+        self.nested, self.calls = False, 2
         self.block(1, loops=2, size=4)
         self.lines.append('    return x0 + 2.0 * x1')
+
+    def target(self):
+        """A call target's expression of its arguments u, v and the captured parameter a."""
+        return self.value().replace('x0', 'u').replace('x1', 'v')
 
     def value(self):
         """An expression that reads a JIT variable (a constant alone would be a Python
@@ -75,6 +80,13 @@ class Program:
                 if self.rng.random() < 0.5:
                     self.emit(indent, 'else:')
                     self.block(indent + 1, 0, 2, counters, in_loop)
+            elif kind < 0.78 and self.calls:
+                self.calls -= 1
+                targets = ', '.join(f'lambda u, v: {self.target()}'
+                                    for _ in range(self.rng.randint(2, 3)))
+                self.emit(indent, f'{self.rng.choice(["x0", "x1"])} = pbc.switch('
+                                  f'(k + {self.rng.randint(0, 2)}) % 3, [{targets}], x0, x1, '
+                                  'mode=mode)')
             elif kind < 0.85 and loops:
                 c = f'i{self.counters}'
                 self.counters += 1

@@ -345,8 +345,9 @@ def _reverse(op, grads):
         # (its stored states would be written and read back inside one kernel)
         raise NotImplementedError(
             f'pbc: reverse-mode derivatives through the symbolic loop at {op.site}, inside '
-            'the body of another symbolic loop, are not supported yet: run the enclosing '
-            "loop in evaluated mode (pbc.hint(cond, mode='evaluated'))")
+            'the body of another symbolic loop (or a symbolic call\'s target), are not '
+            'supported yet: run the enclosing loop or call in evaluated mode '
+            "(pbc.hint(cond, mode='evaluated'), mode='evaluated')")
     diff = [i for i, a in enumerate(values) if _float(a)]
     UInt32 = _runtime.class_for(values[0], 'uint32')
     trajectory = [zeros(type(a), n * width) for a in values]
