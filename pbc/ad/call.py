@@ -25,7 +25,7 @@ import contextlib
 from .. import _runtime, tree
 from .._runtime import ArrayBase
 from . import propagate
-from .loop import _Closures, outer_sources
+from .loop import _Closures, leave_scope, result_nodes
 from .propagate import ADFlag, accumulate, traverse
 from .scopes import _current
 
@@ -119,15 +119,7 @@ class Target:
                 _runtime.ad_enable(leaves[i])
         r = self.fn(*args, **kwargs)
         out = tree.flatten(r)[0]
-        # (what this scope enables: the target's nodes, and arrays from outside, which it
-        # may return as they are)
-        nodes = [_runtime.ad_index(a) if _float(a) else 0 for a in out]
-        nodes = [n if n and _runtime.ad_enabled_here(n) else 0 for n in nodes]
-        outer = {n for n in nodes if n and _runtime.ad_serial_of(n) < since}
-        self.implicit = sorted(outer_sources(since) | outer)
-        for a, n in zip(out, nodes):
-            if n and _runtime.ad_serial_of(n) >= since:
-                _runtime.ad_disable(a)
+        self.implicit = leave_scope(out, result_nodes(out), since)
         return r
 
     def _run(self, arrays):

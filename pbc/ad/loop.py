@@ -176,20 +176,31 @@ class _PrimalBody(_LocalBody):
 
     def done(self, leaves, new, since):
         out = tree.flatten(new)[0]
-        nodes = [_runtime.ad_index(a) if _float(a) else 0 for a in out]
-        # (what this scope enables: the body's nodes, and arrays from outside, which the
-        # body may return as they are)
-        nodes = [n if n and _runtime.ad_enabled_here(n) else 0 for n in nodes]
+        nodes = result_nodes(out)
         more = {i for i, n in enumerate(nodes) if n and i not in self.diff}
         if more:
             raise _MoreState(more)
-        outer = {n for n in nodes if n and _runtime.ad_serial_of(n) < since}
-        self.implicit = sorted(outer_sources(since) | outer)
-        for a in out:
-            n = _runtime.ad_index(a)
-            if n and _runtime.ad_serial_of(n) >= since:
-                _runtime.ad_disable(a)
+        self.implicit = leave_scope(out, nodes, since)
         return new
+
+
+def result_nodes(out):
+    """The nodes of float results `out` that the scope enables: made by the body (or call
+    target) being recorded, or arrays from outside that it returns as they are (0: none)."""
+    nodes = [_runtime.ad_index(a) if _float(a) else 0 for a in out]
+    return [n if n and _runtime.ad_enabled_here(n) else 0 for n in nodes]
+
+
+def leave_scope(out, nodes, since):
+    """Results `out` (with `nodes`, result_nodes) leave the body made since serial number
+    `since` without its nodes; returns the implicit inputs: the nodes from outside that it
+    read or returns, sorted."""
+    outer = {n for n in nodes if n and _runtime.ad_serial_of(n) < since}
+    implicit = sorted(outer_sources(since) | outer)
+    for a, n in zip(out, nodes):
+        if n and _runtime.ad_serial_of(n) >= since:
+            _runtime.ad_disable(a)
+    return implicit
 
 
 class _TangentBody(_LocalBody):
