@@ -27,7 +27,7 @@ from .._runtime import ArrayBase
 from . import propagate
 from .loop import _Closures, leave_scope, result_nodes
 from .propagate import ADFlag, accumulate, traverse
-from .scopes import _current
+from .scopes import _current, suspend_grad
 
 
 def _float(x):
@@ -47,7 +47,7 @@ def symbolic_call(targets, flat, record):
     _flush(primal, resume=True)
     implicit = sorted({n for t in primal for n in t.implicit})
     sources = list(dict.fromkeys([n for n in inputs if n] + implicit))
-    outs, out_build = tree.flatten(result)
+    outs = tree.flatten(result)[0]
     linked = [i for i, a in enumerate(outs) if _float(a) and _runtime.ad_index(a) == 0]
     if not sources or not linked:
         return result
@@ -79,8 +79,11 @@ class Target:
     of the float results) or 'backward' (more arguments: the gradients of the float
     results; returns those of the arguments `diff`)."""
 
-    def __init__(self, fn, diff, kind, size=0):
-        self.fn, self.diff, self.kind, self.size = fn, diff, kind, size
+    def __init__(self, fn, diff, kind, size=0, build=None, seeds=()):
+        self.fn, self.diff, self.kind = fn, diff, kind
+        # (derivative calls: how many arrays the arguments are, their structure, and the
+        # call's implicit inputs, which forward mode seeds with their tangents)
+        self.size, self.build, self.seeds = size, build, seeds
         self.implicit, self.sinks = [], {}
 
     @contextlib.contextmanager
@@ -127,7 +130,7 @@ class Target:
         return tree.flatten(self.fn(*args, **kwargs))[0]
 
     def _forward(self, arrays, tangents, since):
-        seeds = list(self.implicit_all)
+        seeds = list(self.seeds)
         for i, t in zip(self.diff, tangents):
             n = _runtime.ad_index(arrays[i])
             _runtime.ad_set_grad(n, t)
@@ -186,13 +189,8 @@ class CallOp:
             extra = [t if t is not None else _runtime.literal(type(self.values[i]), 0, 1)
                      for t, i in zip(extra, self.diff)]
         kind = 'backward' if backward else 'forward'
-        size = len(self.values)
-        bodies = []
-        for _, fn, _ in self.targets:
-            t = Target(fn, self.diff, kind, size)
-            t.build, t.implicit_all = self.build, self.implicit
-            bodies.append(t)
-        from .scopes import suspend_grad
+        bodies = [Target(fn, self.diff, kind, len(self.values), self.build, self.implicit)
+                  for _, fn, _ in self.targets]
         with self.closures, suspend_grad():
             out = self.record([(key, t, obj) for (key, _, obj), t in zip(self.targets, bodies)],
                               (list(self.values) + extra, lambda new: (tuple(new), {})))
