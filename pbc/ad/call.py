@@ -23,15 +23,21 @@ instances' values), without derivatives: where one carries derivatives, the call
 import contextlib
 
 from .. import _runtime, tree
-from .._runtime import ArrayBase
 from . import propagate
-from .loop import _Closures, leave_scope, result_nodes
+from .local import (
+    Closures,
+    enable,
+    grad_or_zero,
+    is_float,
+    leave_scope,
+    local_scope,
+    propagate_back,
+    result_nodes,
+    seed_tangents,
+    tangent_or_zero,
+)
 from .propagate import ADFlag, accumulate, traverse
-from .scopes import _current, suspend_grad
-
-
-def _float(x):
-    return isinstance(x, ArrayBase) and x.Type in ('float32', 'float64')
+from .scopes import suspend_grad
 
 
 def symbolic_call(targets, flat, record):
@@ -39,37 +45,25 @@ def symbolic_call(targets, flat, record):
     ((key, fn, obj) each) on the flattened arguments `flat` ((arrays, build)), with a node
     for the call where its inputs carry derivatives."""
     arrays, build = flat
-    inputs = [_runtime.ad_node_of(a) if _float(a) else 0 for a in arrays]
+    inputs = [_runtime.ad_node_of(a) if is_float(a) else 0 for a in arrays]
     diff = [i for i, n in enumerate(inputs) if n]
+    values = [_runtime.ad_detached(a) for a in arrays]
     primal = [Target(fn, diff, 'primal') for _, fn, _ in targets]
     result = record([(key, t, obj) for (key, _, obj), t in zip(targets, primal)],
-                    ([_runtime.ad_detached(a) for a in arrays], build))
-    _flush(primal, resume=True)
+                    (values, build))
+    propagate.add_sinks([t.sinks for t in primal], resume=True)
     implicit = sorted({n for t in primal for n in t.implicit})
     sources = list(dict.fromkeys([n for n in inputs if n] + implicit))
     outs = tree.flatten(result)[0]
-    linked = [i for i, a in enumerate(outs) if _float(a) and _runtime.ad_index(a) == 0]
+    linked = [i for i, a in enumerate(outs) if is_float(a) and _runtime.ad_index(a) == 0]
     if not sources or not linked:
         return result
-    op = CallOp(targets, [_runtime.ad_detached(a) for a in arrays], build, inputs, diff,
-                implicit, [(type(outs[i]), len(outs[i])) for i in linked], record,
-                _Closures(*[fn for _, fn, _ in targets]))
+    op = CallOp(targets, values, build, inputs, diff, implicit,
+                [(type(outs[i]), len(outs[i])) for i in linked], record,
+                Closures(*[fn for _, fn, _ in targets]))
     weak = _runtime.ad_custom(op, sources, [outs[i] for i in linked])
     op.outputs = list(weak)
     return result
-
-
-def _flush(bodies, resume):
-    """Adds what the targets' sinks gathered to their nodes' gradients, once the call is
-    recorded (not before: the sinks are written by the call)."""
-    nodes = []
-    for t in bodies:
-        for node, sink in t.sinks.items():
-            if _runtime.ad_size(node):
-                accumulate(node, sink.total())
-                nodes.append(node)
-    if nodes and resume:
-        traverse(list(dict.fromkeys(nodes)), True, True, ADFlag.Default)
 
 
 class Target:
@@ -91,11 +85,8 @@ class Target:
         """The target's AD scope and propagate._Body, entered by the call's recording
         (pbc/dispatch.py) right after the target's begins, so that its reads of the
         instances' attributes belong to them too."""
-        if self.kind == 'primal':
-            complement, nodes = _current()
-            scope = _runtime.ad_scope_push(complement, False, list(nodes), False, True)
-        else:       # (everything: only the seeds carry derivatives)
-            scope = _runtime.ad_scope_push(True, False, [], False, True)
+        # (a derivative call: everything, as only the seeds carry derivatives)
+        scope = local_scope(inherit=self.kind == 'primal')
         propagate.body_begin()
         self.since = scope.serial
         try:
@@ -108,18 +99,13 @@ class Target:
         if self.kind == 'primal':
             return self._primal(args, kwargs, self.since)
         arrays, extra = list(args[:self.size]), args[self.size:]
-        for i in self.diff:
-            if not _runtime.ad_index(arrays[i]):
-                _runtime.ad_enable(arrays[i])
+        enable(arrays, self.diff)
         if self.kind == 'forward':
             return self._forward(arrays, extra, self.since)
         return self._backward(arrays, extra, self.since)
 
     def _primal(self, args, kwargs, since):
-        leaves = tree.flatten((args, kwargs))[0]
-        for i in self.diff:
-            if not _runtime.ad_index(leaves[i]):
-                _runtime.ad_enable(leaves[i])
+        enable(tree.flatten((args, kwargs))[0], self.diff)
         r = self.fn(*args, **kwargs)
         out = tree.flatten(r)[0]
         self.implicit = leave_scope(out, result_nodes(out), since)
@@ -130,38 +116,14 @@ class Target:
         return tree.flatten(self.fn(*args, **kwargs))[0]
 
     def _forward(self, arrays, tangents, since):
-        seeds = list(self.seeds)
-        for i, t in zip(self.diff, tangents):
-            n = _runtime.ad_index(arrays[i])
-            _runtime.ad_set_grad(n, t)
-            seeds.append(n)
+        seeds = list(self.seeds) + seed_tangents(arrays, self.diff, tangents)
         out = self._run(arrays)
         traverse(seeds, False, False, ADFlag.ClearNone, since=since)
-        result = []
-        for a in out:
-            if not _float(a):
-                continue
-            n = _runtime.ad_index(a)
-            inside = n and (_runtime.ad_serial_of(n) >= since or n in seeds)
-            g = _runtime.ad_grad(n) if inside else None
-            result.append(_runtime.literal(type(a), 0, 1) if g is None else g)
-        return result
+        return [tangent_or_zero(a, since, seeds) for a in out if is_float(a)]
 
     def _backward(self, arrays, grads, since):
-        out = [a for a in self._run(arrays) if _float(a)]
-        starts = []
-        for a, g in zip(out, grads):
-            n = _runtime.ad_index(a)
-            if n:
-                accumulate(n, g, wide=True)
-                starts.append(n)
-        traverse(starts, True, True, ADFlag.ClearNone, since=since)
-        result = []
-        for i in self.diff:
-            n = _runtime.ad_index(arrays[i])
-            g = _runtime.ad_grad(n) if n and _runtime.ad_serial_of(n) >= since else None
-            result.append(_runtime.literal(type(arrays[i]), 0, 1) if g is None else g)
-        return result
+        propagate_back([a for a in self._run(arrays) if is_float(a)], grads, since)
+        return [grad_or_zero(arrays[i], since) for i in self.diff]
 
 
 class CallOp:
@@ -195,7 +157,7 @@ class CallOp:
             out = self.record([(key, t, obj) for (key, _, obj), t in zip(self.targets, bodies)],
                               (list(self.values) + extra, lambda new: (tuple(new), {})))
         out = tree.flatten(out)[0]
-        _flush(bodies, resume=False)
+        propagate.add_sinks([t.sinks for t in bodies], resume=False)
         if backward:
             for i, g in zip(self.diff, out):
                 accumulate(self.inputs[i], g)

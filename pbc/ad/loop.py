@@ -22,23 +22,30 @@ reaches the implicit inputs goes through sinks (propagate._Body). Without max_it
 is an error naming the loop's line.
 
 The derivative loops run the body again later, when the traversal reaches the loop: with
-what it read from enclosing scopes restored (_Closures), and without its side effects.
+what it read from enclosing scopes restored (local.Closures), and without its side
+effects.
 """
 
-import functools
 import os
 import sys
 
 from .. import _runtime, tree
-from .._runtime import ArrayBase
+from .local import (
+    Closures,
+    enable,
+    grad_or_zero,
+    is_float,
+    leave_scope,
+    local_scope,
+    propagate_back,
+    result_nodes,
+    run_body,
+    seed_tangents,
+    tangent_or_zero,
+)
 from .propagate import ADFlag, accumulate, caller_resumes, traverse
-from .scopes import _current
 
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
-
-
-def _float(x):
-    return isinstance(x, ArrayBase) and x.Type in ('float32', 'float64')
 
 
 def _user_site():
@@ -64,7 +71,7 @@ def symbolic_loop(state, cond, body, record, max_iterations):
     # Copies made here carry the derivatives that this scope enables (the loop's inputs),
     # and keep those nodes alive while the recording rebinds the caller's arrays.
     held = [type(a)(a) for a in leaves]
-    inputs = [_runtime.ad_index(a) if _float(a) else 0 for a in held]
+    inputs = [_runtime.ad_index(a) if is_float(a) else 0 for a in held]
     # The state that carries derivatives: what does before the loop, and what gets them
     # in an iteration (from arrays read from outside, or from other such state), found by
     # recording again until no more does.
@@ -82,12 +89,12 @@ def symbolic_loop(state, cond, body, record, max_iterations):
     outs = tree.flatten(result)[0]
     # Results without a node are the loop's (a result that is the caller's own array, as
     # the body left it, keeps its derivatives).
-    linked = [i for i, a in enumerate(outs) if _float(a) and _runtime.ad_index(a) == 0]
+    linked = [i for i, a in enumerate(outs) if is_float(a) and _runtime.ad_index(a) == 0]
     if not sources or not linked:
         return result
     op = LoopOp(cond, body, len(state), build, [_runtime.ad_detached(a) for a in held],
                 max(len(a) for a in outs), inputs, primal.implicit, max_iterations,
-                _user_site(), _Closures(cond, body))
+                _user_site(), Closures(cond, body))
     weak = _runtime.ad_custom(op, sources, [outs[i] for i in linked])
     op.outputs = dict(zip(linked, weak))
     return result
@@ -106,8 +113,7 @@ class _LocalCondition:
         self.cond = cond
 
     def __call__(self, *state):
-        complement, nodes = _current()
-        _runtime.ad_scope_push(complement, False, list(nodes), False, True)
+        local_scope()
         try:
             return self.cond(*state)
         finally:
@@ -127,8 +133,7 @@ class _LocalBody:
         self.body, self.size, self.diff = body, size, diff
 
     def scope(self):
-        complement, nodes = _current()          # (the enclosing scope's set Omega)
-        return _runtime.ad_scope_push(complement, False, list(nodes), False, True)
+        return local_scope()                    # (the enclosing scope's set Omega)
 
     def seed(self, leaves, extra):
         pass
@@ -137,28 +142,17 @@ class _LocalBody:
         scope = self.scope()
         try:
             leaves = tree.flatten(state)[0]
-            for i in self.diff:
-                # (invariant state is the caller's array, with its own node)
-                if not _runtime.ad_index(leaves[i]):
-                    _runtime.ad_enable(leaves[i])
+            enable(leaves, self.diff)
             self.seed(leaves, extra)
-            new = _run_body(self.body, state, self.effects)
-            new = (new,) if self.size == 1 and not isinstance(new, tuple) else tuple(new)
+            new = _as_state(run_body(self.body, state, self.effects), self.size)
             return self.done(leaves, new, scope.serial)
         finally:
             _runtime.ad_scope_pop()
 
 
-def _run_body(body, state, effects):
-    """body(*state), its side effects recorded or not (the derivative code that follows
-    records its own: the scatters of a nested loop's stored states, say)."""
-    if effects:
-        return body(*state)
-    _runtime.suppress_effects(True)
-    try:
-        return body(*state)
-    finally:
-        _runtime.suppress_effects(False)
+def _as_state(new, size):
+    """A loop body's result as the tuple of its state (one variable may come alone)."""
+    return (new,) if size == 1 and not isinstance(new, tuple) else tuple(new)
 
 
 class _PrimalBody(_LocalBody):
@@ -184,25 +178,6 @@ class _PrimalBody(_LocalBody):
         return new
 
 
-def result_nodes(out):
-    """The nodes of float results `out` that the scope enables: made by the body (or call
-    target) being recorded, or arrays from outside that it returns as they are (0: none)."""
-    nodes = [_runtime.ad_index(a) if _float(a) else 0 for a in out]
-    return [n if n and _runtime.ad_enabled_here(n) else 0 for n in nodes]
-
-
-def leave_scope(out, nodes, since):
-    """Results `out` (with `nodes`, result_nodes) leave the body made since serial number
-    `since` without its nodes; returns the implicit inputs: the nodes from outside that it
-    read or returns, sorted."""
-    outer = {n for n in nodes if n and _runtime.ad_serial_of(n) < since}
-    implicit = sorted(outer_sources(since) | outer)
-    for a, n in zip(out, nodes):
-        if n and _runtime.ad_serial_of(n) >= since:
-            _runtime.ad_disable(a)
-    return implicit
-
-
 class _TangentBody(_LocalBody):
     """The body of a loop's forward-mode derivative, (state, tangents) -> (state, tangents):
     the state's float arrays (`diff`, flatten order) get their tangents, and a forward
@@ -218,27 +193,18 @@ class _TangentBody(_LocalBody):
     def scope(self):
         # (everything: only the seeds carry tangents, and they are what the loop's scope
         # enabled)
-        return _runtime.ad_scope_push(True, False, [], False, True)
+        return local_scope(inherit=False)
 
     def __call__(self, x, t):
         return self.run(x, t)
 
     def seed(self, leaves, tangents):
-        self.seeds = list(self.op.implicit)
-        for i, t in zip(self.diff, tangents):
-            n = _runtime.ad_index(leaves[i])
-            _runtime.ad_set_grad(n, t)
-            self.seeds.append(n)
+        self.seeds = list(self.op.implicit) + seed_tangents(leaves, self.diff, tangents)
 
     def done(self, leaves, new, since):
         traverse(self.seeds, False, False, ADFlag.ClearNone, since=since)
         out, build = tree.flatten(new)
-        tangents = []
-        for i in self.diff:
-            n = _runtime.ad_index(out[i])
-            inside = n and (_runtime.ad_serial_of(n) >= since or n in self.seeds)
-            g = _runtime.ad_grad(n) if inside else None
-            tangents.append(_runtime.literal(type(out[i]), 0, 1) if g is None else g)
+        tangents = [tangent_or_zero(out[i], since, self.seeds) for i in self.diff]
         return build([_runtime.ad_detached(a) for a in out]), tangents
 
 
@@ -280,7 +246,7 @@ class LoopOp:
     def _forward(self):
         from ..control import while_loop
         from .scopes import suspend_grad
-        diff = [i for i, a in enumerate(self.values) if _float(a)]
+        diff = [i for i, a in enumerate(self.values) if is_float(a)]
         tangents = []
         for i in diff:
             g = _runtime.ad_grad(self.inputs[i]) if self.inputs[i] else None
@@ -312,7 +278,7 @@ class _AdjointBody(_LocalBody):
         self.op, self.trajectory, self.width = op, trajectory, width
 
     def scope(self):
-        return _runtime.ad_scope_push(True, False, [], False, True)
+        return local_scope(inherit=False)
 
     def __call__(self, k, grads):
         from ..routines import arange, gather
@@ -323,24 +289,12 @@ class _AdjointBody(_LocalBody):
         return k, self.run(state, grads)
 
     def seed(self, leaves, grads):
-        self.grads, self.leaves = grads, leaves
+        self.grads = grads
 
     def done(self, leaves, new, since):
         out = tree.flatten(new)[0]
-        starts = []
-        for i, g in zip(self.diff, self.grads):
-            n = _runtime.ad_index(out[i])
-            if n:
-                accumulate(n, g, wide=True)
-                starts.append(n)
-        traverse(starts, True, True, ADFlag.ClearNone, since=since)
-        return [_grad_or_zero(self.leaves[i], since) for i in self.diff]
-
-
-def _grad_or_zero(a, since):
-    n = _runtime.ad_index(a)
-    g = _runtime.ad_grad(n) if n and _runtime.ad_serial_of(n) >= since else None
-    return _runtime.literal(type(a), 0, 1) if g is None else g
+        propagate_back([out[i] for i in self.diff], self.grads, since)
+        return [grad_or_zero(leaves[i], since) for i in self.diff]
 
 
 def _reverse(op, grads):
@@ -359,7 +313,7 @@ def _reverse(op, grads):
             'the body of another symbolic loop (or a symbolic call\'s target), are not '
             'supported yet: run the enclosing loop or call in evaluated mode '
             "(pbc.hint(cond, mode='evaluated'), mode='evaluated')")
-    diff = [i for i, a in enumerate(values) if _float(a)]
+    diff = [i for i, a in enumerate(values) if is_float(a)]
     UInt32 = _runtime.class_for(values[0], 'uint32')
     trajectory = [zeros(type(a), n * width) for a in values]
     lanes = arange(UInt32, width)
@@ -368,8 +322,7 @@ def _reverse(op, grads):
         at = k * width + lanes
         for b, a in zip(trajectory, tree.flatten(x)[0]):
             scatter(b, a, at)
-        new = _run_body(op.body, x, False)
-        return (new if op.size != 1 or isinstance(new, tuple) else (new,)), k + 1
+        return _as_state(run_body(op.body, x, False), op.size), k + 1
 
     seeds = [grads[i] if i in grads else _runtime.literal(type(values[i]), 0, 1)
              for i in diff]
@@ -388,85 +341,3 @@ def _reverse(op, grads):
     for i, g in zip(diff, out):
         if op.inputs[i]:
             accumulate(op.inputs[i], g)
-
-
-def outer_sources(since):
-    """The nodes from before serial number `since` that those made since read (none made:
-    no scan of the graph)."""
-    return _runtime.ad_outer_sources(since) if _runtime.ad_serial_now() > since else set()
-
-
-class _Closures:
-    """What functions (a loop's cond and body) read from enclosing scopes, as it was when
-    the loop was recorded: the variables (closure cells, through the functions found in
-    them: the frontend's nested bodies) and the JIT arrays inside their values. A
-    derivative records the loop again later, when the enclosing function may have rebound
-    a variable (`i = i + 1` after an inner loop whose condition reads i) or changed an
-    array in place (`i += 1`): inside `with`, the body sees them as they were."""
-
-    def __init__(self, *fns):
-        self.cells, self.arrays, seen, stack = [], [], set(), list(fns)
-        while stack:
-            f = stack.pop()
-            f = getattr(f, '__func__', f)
-            if id(f) in seen:
-                continue
-            seen.add(id(f))
-            if isinstance(f, functools.partial):          # (a method bound to an instance)
-                stack.append(f.func)
-                for value in (*f.args, *f.keywords.values()):
-                    self.arrays += [(a, _runtime.ad_same(a)) for a in _arrays_in(value)]
-                continue
-            for cell in getattr(f, '__closure__', None) or ():
-                try:
-                    value = cell.cell_contents
-                except ValueError:          # (not assigned yet)
-                    continue
-                self.cells.append((cell, value))
-                if callable(value) and not isinstance(value, type):
-                    stack.append(value)
-                elif not isinstance(value, (type, str, int, float, bool)):
-                    self.arrays += [(a, _runtime.ad_same(a)) for a in _arrays_in(value)]
-        self._dedupe()
-
-    def _dedupe(self):
-        """One entry per cell and per array (functions share cells: a swap made twice would
-        undo itself)."""
-        self.cells = list({id(c): (c, v) for c, v in reversed(self.cells)}.values())
-        self.arrays = list({id(a): (a, w) for a, w in reversed(self.arrays)}.values())
-
-    def __enter__(self):
-        self.now = []
-        for cell, value in self.cells:
-            try:
-                self.now.append((cell, cell.cell_contents))
-            except ValueError:
-                self.now.append((cell, _EMPTY))
-            cell.cell_contents = value
-        self.swapped = [(a, was) for a, was in self.arrays
-                        if a.index != was.index or _runtime.ad_index(a) != _runtime.ad_index(was)]
-        for a, was in self.swapped:
-            _runtime.swap_contents(a, was)
-        return self
-
-    def __exit__(self, *exc):
-        for a, was in self.swapped:
-            _runtime.swap_contents(a, was)
-        for cell, value in self.now:
-            if value is _EMPTY:
-                del cell.cell_contents
-            else:
-                cell.cell_contents = value
-        self.now = self.swapped = None
-        return False
-
-
-_EMPTY = object()
-
-
-def _arrays_in(value):
-    """The JIT arrays inside a variable's value (none in a structure tree cannot walk)."""
-    try:
-        return list(tree.leaves(value))
-    except (TypeError, ValueError, RecursionError):
-        return []

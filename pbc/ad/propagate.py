@@ -65,13 +65,22 @@ def body_end(recorded):
     (a body that propagated gradients itself: backward_from inside the loop) a backward
     traversal goes on from them, as it would have without the loop in between."""
     body = _bodies.pop()
-    if not recorded:
-        return
-    nodes = [n for n in body.sinks if _runtime.ad_size(n)]
-    for node in nodes:
-        accumulate(node, body.sinks[node].total())
-    if nodes and body.resume:
-        traverse(nodes, True, True, ADFlag.Default)
+    if recorded:
+        add_sinks([body.sinks], body.resume)
+
+
+def add_sinks(sinks, resume):
+    """Adds what sinks ({node: rules.Spread} each, of bodies now recorded: not before, as
+    those write them) gathered to their nodes' gradients; with `resume`, a backward
+    traversal goes on from those nodes."""
+    nodes = []
+    for group in sinks:
+        for node, sink in group.items():
+            if _runtime.ad_size(node):          # (a node alive)
+                accumulate(node, sink.total())
+                nodes.append(node)
+    if nodes and resume:
+        traverse(list(dict.fromkeys(nodes)), True, True, ADFlag.Default)
 
 
 def body_leave():

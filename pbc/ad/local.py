@@ -1,0 +1,180 @@
+"""AD local to a symbolic body being recorded (a loop's body, a call's target): its scope,
+the nodes of its inputs, the derivatives given to and read from its results, and what it
+read from enclosing scopes, for the derivative code recorded from it later. Shared by
+pbc/ad/loop.py and pbc/ad/call.py."""
+
+import functools
+
+from .. import _runtime, tree
+from .._runtime import ArrayBase
+from .propagate import ADFlag, accumulate, traverse
+from .scopes import _current
+
+
+def is_float(x):
+    return isinstance(x, ArrayBase) and x.Type in ('float32', 'float64')
+
+
+def local_scope(inherit=True):
+    """Enters an AD scope local to the body being recorded (nodes may be made there):
+    with `inherit`, enabling what the enclosing scope enables (its set Omega), else
+    everything (derivative code, whose seeds are the only derivatives). The caller pops it
+    (ad_scope_pop); returns it (its `serial`: the first node made inside)."""
+    complement, nodes = _current() if inherit else (True, set())
+    return _runtime.ad_scope_push(complement, False, list(nodes), False, True)
+
+
+def enable(arrays, diff):
+    """Gives the arrays `diff` (indices) nodes of their own (but arrays that carry one
+    already: the caller's, as invariant loop state is)."""
+    for i in diff:
+        if not _runtime.ad_index(arrays[i]):
+            _runtime.ad_enable(arrays[i])
+
+
+def seed_tangents(arrays, diff, tangents):
+    """The arrays `diff` (enabled) get `tangents`; returns their nodes."""
+    nodes = [_runtime.ad_index(arrays[i]) for i in diff]
+    for n, t in zip(nodes, tangents):
+        _runtime.ad_set_grad(n, t)
+    return nodes
+
+
+def run_body(body, args, effects):
+    """body(*args), its side effects (scatters, prints) recorded or not: a derivative's
+    second run of a body does not repeat them, while the derivative code after it records
+    its own (the scatters of a nested loop's stored states, say)."""
+    if effects:
+        return body(*args)
+    _runtime.suppress_effects(True)
+    try:
+        return body(*args)
+    finally:
+        _runtime.suppress_effects(False)
+
+
+def result_nodes(out):
+    """The nodes of float results `out` that the scope enables: made by the body being
+    recorded, or arrays from outside that it returns as they are (0: none)."""
+    nodes = [_runtime.ad_index(a) if is_float(a) else 0 for a in out]
+    return [n if n and _runtime.ad_enabled_here(n) else 0 for n in nodes]
+
+
+def outer_sources(since):
+    """The nodes from before serial number `since` that those made since read (none made:
+    no scan of the graph)."""
+    return _runtime.ad_outer_sources(since) if _runtime.ad_serial_now() > since else set()
+
+
+def leave_scope(out, nodes, since):
+    """Results `out` (with `nodes`, result_nodes) leave the body made since serial number
+    `since` without its nodes; returns the implicit inputs: the nodes from outside that it
+    read or returns, sorted."""
+    outer = {n for n in nodes if n and _runtime.ad_serial_of(n) < since}
+    implicit = sorted(outer_sources(since) | outer)
+    for a, n in zip(out, nodes):
+        if n and _runtime.ad_serial_of(n) >= since:
+            _runtime.ad_disable(a)
+    return implicit
+
+
+def tangent_or_zero(a, since, seeds):
+    """The tangent a forward traversal inside the body gave result a (zero where none): a
+    node of the body's, or a seed it returns as it is."""
+    n = _runtime.ad_index(a)
+    inside = n and (_runtime.ad_serial_of(n) >= since or n in seeds)
+    g = _runtime.ad_grad(n) if inside else None
+    return _runtime.literal(type(a), 0, 1) if g is None else g
+
+
+def grad_or_zero(a, since):
+    """The gradient a backward traversal inside the body gave input a (zero where none)."""
+    n = _runtime.ad_index(a)
+    g = _runtime.ad_grad(n) if n and _runtime.ad_serial_of(n) >= since else None
+    return _runtime.literal(type(a), 0, 1) if g is None else g
+
+
+def propagate_back(results, grads, since):
+    """Results `results` get gradients `grads` and a backward traversal inside the body
+    carries them to its inputs (and, through sinks, to arrays from outside)."""
+    starts = []
+    for a, g in zip(results, grads):
+        n = _runtime.ad_index(a)
+        if n:
+            accumulate(n, g, wide=True)
+            starts.append(n)
+    traverse(starts, True, True, ADFlag.ClearNone, since=since)
+
+
+class Closures:
+    """What functions (a loop's cond and body, a call's targets) read from enclosing
+    scopes, as it was when they were recorded: the variables (closure cells, through the
+    functions found in them: the frontend's nested bodies; the arguments of a
+    functools.partial) and the JIT arrays inside their values. A derivative records them
+    again later, when the enclosing function may have rebound a variable (`i = i + 1`
+    after an inner loop whose condition reads i) or changed an array in place (`i += 1`):
+    inside `with`, they see them as they were."""
+
+    def __init__(self, *fns):
+        # (one entry per cell and per array: functions share cells, and a swap made twice
+        # would undo itself)
+        self.cells, self.arrays, seen, stack = {}, {}, set(), list(fns)
+        while stack:
+            f = stack.pop()
+            f = getattr(f, '__func__', f)
+            if id(f) in seen:
+                continue
+            seen.add(id(f))
+            if isinstance(f, functools.partial):          # (a method bound to an instance)
+                stack.append(f.func)
+                for value in (*f.args, *f.keywords.values()):
+                    self._hold(value)
+                continue
+            for cell in getattr(f, '__closure__', None) or ():
+                try:
+                    value = cell.cell_contents
+                except ValueError:          # (not assigned yet)
+                    continue
+                self.cells.setdefault(id(cell), (cell, value))
+                if callable(value) and not isinstance(value, type):
+                    stack.append(value)
+                elif not isinstance(value, (type, str, int, float, bool)):
+                    self._hold(value)
+
+    def _hold(self, value):
+        """Keeps the JIT arrays inside `value` with their variables and nodes as they are
+        now (none in a structure tree cannot walk)."""
+        try:
+            arrays = list(tree.leaves(value))
+        except (TypeError, ValueError, RecursionError):
+            return
+        for a in arrays:
+            self.arrays.setdefault(id(a), (a, _runtime.ad_same(a)))
+
+    def __enter__(self):
+        self.now = []
+        for cell, value in self.cells.values():
+            try:
+                self.now.append((cell, cell.cell_contents))
+            except ValueError:
+                self.now.append((cell, _EMPTY))
+            cell.cell_contents = value
+        self.swapped = [(a, was) for a, was in self.arrays.values()
+                        if a.index != was.index or _runtime.ad_index(a) != _runtime.ad_index(was)]
+        for a, was in self.swapped:
+            _runtime.swap_contents(a, was)
+        return self
+
+    def __exit__(self, *exc):
+        for a, was in self.swapped:
+            _runtime.swap_contents(a, was)
+        for cell, value in self.now:
+            if value is _EMPTY:
+                del cell.cell_contents
+            else:
+                cell.cell_contents = value
+        self.now = self.swapped = None
+        return False
+
+
+_EMPTY = object()
