@@ -40,14 +40,30 @@ def gather(cls, ArrayBase source, index, active=True):
     if cls._vt_code != source._vt or cls._backend_code != source._backend:
         raise TypeError(f'pbc.gather: cannot gather {cls.__name__} from '
                         f'{type(source).__name__}')
-    cdef uint8_t be = source._backend, vt = source._vt
-    cdef uint32_t src = source._index, ii = 0, im = 0, r = 0, lit = 0, zero = 0, inb = 0
-    cdef uint32_t m2 = 0, n = vars[src].size, t = 0
+    cdef uint8_t be = source._backend
+    cdef uint32_t src = source._index, ii = 0, im = 0, r = 0
     try:
         im = operand(active, T_BOOL, be)
         ii = index_operand(index, be, &im)
         if closure_sources and src in closure_sources:
-            return wrap(be, vt, gather_closure(closure_sources[src](), ii, im))
+            # An array attribute of a call target: each lane reads its own instance's
+            # array. (Its derivatives are those of the array the target is recorded with.)
+            r = gather_closure(closure_sources[src](), ii, im)
+        else:
+            r = gather_var(src, ii, im)
+    finally:
+        dec_ext(ii)
+        dec_ext(im)
+    out = wrap(be, source._vt, r)
+    if ad_live:
+        ad_record_rule(OP_GATHER, out, (source,), (index, active, vars[src].size), False)
+    return out
+
+cdef uint32_t gather_var(uint32_t src, uint32_t ii, uint32_t im) except 0:
+    """Variable src at lanes ii where im holds, 0 elsewhere (a new reference)."""
+    cdef uint8_t be = vars[src].backend, vt = vars[src].vtype
+    cdef uint32_t r = 0, lit = 0, zero = 0, inb = 0, m2 = 0, n = vars[src].size, t = 0
+    try:
         if vars[src].flags & F_DIRTY:
             eval_var(src)
         if jit_flags & FLAG_DEBUG and scope_stack.empty():
@@ -71,12 +87,9 @@ def gather(cls, ArrayBase source, index, active=True):
         if r == 0:
             r = gather_data(src, ii, im)
     finally:
-        for x in (ii, im, lit, zero, inb, m2, t):
+        for x in (lit, zero, inb, m2, t):
             dec_ext(x)
-    out = wrap(be, vt, r)
-    if ad_live:
-        ad_record_rule(OP_GATHER, out, (source,), (index, active, n), False)
-    return out
+    return r
 
 cdef uint32_t copy_var(uint32_t i) except 0:
     join_launches()

@@ -271,27 +271,10 @@ def _call(selector, targets, args, mode, what, mask=None):
     # (also inside suspend_grad(): a target may propagate derivatives itself, in a local
     # resume_grad() scope)
     if _runtime.ad_live_count() and not _runtime.ad_collecting():
-        _no_attribute_derivatives(targets, what)
         tables = {}
         return ad_call.symbolic_call(
             targets, flat, lambda t, f: _symbolic(selector, active, t, f, what, tables))
     return _symbolic(selector, active, targets, flat, what)
-
-
-def _no_attribute_derivatives(targets, what):
-    """Raises where a symbolic call would drop derivatives: its targets read the
-    instances' attributes from tables (closure data), without them, a silent zero
-    gradient."""
-    carrying = next((f"the attribute '{'.'.join(path)}' of a {type(obj).__name__}"
-                     for _, _, obj in targets if isinstance(obj, Object)
-                     for path, _, _, v in _array_attributes(obj)
-                     if len(v) > 1 and _runtime.ad_tracked([v])), None)
-    if carrying:
-        raise NotImplementedError(
-            f'pbc: {what}: derivatives of attributes of instances through symbolic calls are '
-            f"not supported yet ({carrying} carries derivatives). Call in evaluated mode "
-            "(mode='evaluated'), or use pbc.detach() or pbc.suspend_grad() for values "
-            'whose derivatives are not needed')
 
 
 def _check_results(leaves, width, what):

@@ -15,9 +15,11 @@ mode calls them with the results' gradients: each target propagates them backwar
 itself and returns the arguments' gradients; what reaches the implicit inputs goes into
 sinks (propagate._Body), added to their gradients once the call is recorded.
 
-Attributes of instances are read inside the targets as closure data (tables of the
-instances' values), without derivatives: where one carries derivatives, the call raises
-(pbc/dispatch.py) rather than dropping them.
+Attributes of instances are read inside the targets as closure data: width-1 ones from a
+table of the instances' values (built with scatters where one carries derivatives, so that
+the table carries them), array ones through a pointer per lane to the lane's instance's
+array (a gather from it has the derivatives of the array the target was recorded with: in
+reverse mode, a scatter-add into that array's sink).
 """
 
 import contextlib
