@@ -56,6 +56,15 @@ static inline void pbc_csr_restore(unsigned csr, uint64_t *result) {
 
 typedef void (*pbc_fn)(int64_t start, int64_t end, void *params);
 
+/* The index of the thread working on a job, in [0, threads): 0 for the caller, worker w
+ * counts as w + 1. Kernels read it (pbc_thread_index) to scatter into a copy of an array
+ * that no other thread of the job writes (docs/semantics.md, scatter_add_local). */
+static __thread int pbc_thread_id;
+
+static int pbc_thread_index(void) { return pbc_thread_id; }
+
+static uintptr_t pbc_thread_index_address(void) { return (uintptr_t) &pbc_thread_index; }
+
 static struct {
     pthread_mutex_t mu;        /* sleeping and waking (and starting workers) */
     pthread_cond_t wake, finished;
@@ -136,6 +145,7 @@ static int pbc_workers_left(const void *unused) {
 
 static void *pbc_pool_worker(void *arg) {
     int id = (int) (intptr_t) arg;
+    pbc_thread_id = id + 1;
     /* (not the generation now: the job posted right after this thread was started, which
        it may begin to run only after the post, is one for it) */
     uint64_t seen = PBC_LOAD(pbc_pool.spawned_at);

@@ -36,7 +36,9 @@ assert len(OP_NAMES) == OP_COUNT
 
 # Reduction kinds of scatter_reduce (stored in Var.extra of a scatter), numbered as Dr.Jit's
 # ReduceOp (pbc.ReduceOp uses these values).
-REDUCE_NAMES = ('none', 'add', 'mul', 'min', 'max', 'and', 'or')
+# ('add_local': an addition into the copy of the target that belongs to the thread running
+# the kernel, without atomics: scatter_add_local)
+REDUCE_NAMES = ('none', 'add', 'mul', 'min', 'max', 'and', 'or', 'add_local')
 
 # ---- flags -------------------------------------------------------------------------------
 cdef enum Flag:

@@ -9,29 +9,31 @@ ctypedef void (*kernel_fn)(int64_t, int64_t, void*) noexcept nogil
 cdef extern from "_pool.h" nogil:
     int pbc_pool_run(kernel_fn fn, void* params, int64_t n, int64_t block, int threads,
                      unsigned csr_bits, int asynchronous)
+    uintptr_t pbc_thread_index_address()
 
 cdef int n_threads = len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') \
     else (os.cpu_count() or 1)
 
 cdef void run_parallel(kernel_fn fn, void* params, int64_t n, int64_t block,
-                       bint asynchronous=False) except *:
+                       bint asynchronous=False, int most=0) except *:
     """Runs fn over [0, n) on the pool (GIL released), after the launch in flight (see
-    join_launches). `asynchronous`: returns once posted (launch_in_flight), and params
-    must live until the launch is joined: the caller fills them after join_launches()
-    and posts with the GIL held all along, so that no launch of another Python thread
-    comes in between."""
+    join_launches), on at most `most` threads if it is not 0. `asynchronous`: returns once
+    posted (launch_in_flight), and params must live until the launch is joined: the caller
+    fills them after join_launches() and posts with the GIL held all along, so that no
+    launch of another Python thread comes in between."""
     global launch_in_flight
     cdef int rc
+    cdef int threads = n_threads if most == 0 or most > n_threads else most
     if n <= 0:
         return
     join_launches()
     cdef unsigned csr = flush_bits()
     if asynchronous:
-        rc = pbc_pool_run(fn, params, n, block, n_threads, csr, 1)
+        rc = pbc_pool_run(fn, params, n, block, threads, csr, 1)
         launch_in_flight = True
     else:
         with nogil:
-            rc = pbc_pool_run(fn, params, n, block, n_threads, csr, 0)
+            rc = pbc_pool_run(fn, params, n, block, threads, csr, 0)
         if launch_in_flight and pbc_pool_idle():
             # (another Python thread launched while this one was without the GIL: the
             # pool ran that launch to its end before this job)
@@ -50,6 +52,11 @@ def launch_running():
 
 def thread_count():
     return n_threads
+
+def thread_index_address():
+    """Address of the function that kernels call for the index of the thread running them
+    (see _pool.h)."""
+    return pbc_thread_index_address()
 
 def set_thread_count(int n):
     global n_threads
@@ -446,7 +453,7 @@ cdef class LaunchJob:
 
 cdef LaunchJob in_flight = LaunchJob()
 
-def launch_many(list kernels, bint wait=True):
+def launch_many(list kernels, bint wait=True, int threads=0):
     """Runs the kernels [(fn, n, params)] as one job of the thread pool (GIL released):
     threads take blocks of any kernel. The kernels must not read what the others write.
     With `wait` False, returns once the job is posted (see launch).
@@ -456,18 +463,23 @@ def launch_many(list kernels, bint wait=True):
     of every kernel, then their second blocks, and so on, keeps the threads within one
     stretch of those arrays at a time (their gathers and scatters then hit a core's cache
     rather than the last level), and short blocks keep that stretch small: 64 targets
-    of 15.6k lanes out of 10^6, 3.6-3.9 -> 3.4 ms (AMD Zen 5, 2 threads)."""
+    of 15.6k lanes out of 10^6, 3.6-3.9 -> 3.4 ms (AMD Zen 5, 2 threads). `threads`, if
+    not 0: the most threads any of them may run on (see launch)."""
     cdef LaunchJob job = LaunchJob() if wait else in_flight
     if not wait:
         join_launches()
     job.fill(kernels)
-    run_parallel(many_cb, &job.job, job.kernel.size(), 1, not wait)
+    run_parallel(many_cb, &job.job, job.kernel.size(), 1, not wait, threads)
 
-def launch(uintptr_t fn, int64_t n, list params, bint serial=False, bint wait=True):
+def launch(uintptr_t fn, int64_t n, list params, bint serial=False, bint wait=True,
+           int threads=0):
     """Runs kernel `fn(start, end, params)` over [0, n) on the thread pool, GIL released;
     `serial` keeps lane order (kernels that print). With `wait` False, returns once the job
     is posted: the kernel runs while the caller goes on tracing, and whatever reads or
-    writes memory from the host, or frees it, waits for it first (join_launches)."""
+    writes memory from the host, or frees it, waits for it first (join_launches).
+    `threads`, if not 0, is the most threads it may run on: a kernel that scatters into
+    a copy per thread (scatter_add_local) has as many copies as there were threads when it
+    was traced."""
     # (launched asynchronously, a kernel is joined by the caller once it has traced the
     # next: short blocks let it take a fair share of what is left)
     cdef int64_t block = launch_block(n, 8192 if wait else MANY_BLOCK)
@@ -476,9 +488,9 @@ def launch(uintptr_t fn, int64_t n, list params, bint serial=False, bint wait=Tr
         block = n if n > 0 else 1
     if wait or serial:
         words = param_words(params)
-        run_parallel(<kernel_fn> fn, words.data(), n, block)
+        run_parallel(<kernel_fn> fn, words.data(), n, block, False, threads)
         return
     join_launches()
     in_flight.words.resize(1)
     in_flight.words[0] = param_words(params)
-    run_parallel(<kernel_fn> fn, in_flight.words[0].data(), n, block, True)
+    run_parallel(<kernel_fn> fn, in_flight.words[0].data(), n, block, True, threads)

@@ -153,11 +153,12 @@ cdef void own_target(ArrayBase target) except *:
         dec_ext(t)
         target._index = fresh
 
-REDUCE_ALLOW = {0: 7, 1: 6, 2: 6, 3: 6, 4: 6, 5: 3, 6: 3}    # kinds, as OP_ALLOW
+REDUCE_ALLOW = {0: 7, 1: 6, 2: 6, 3: 6, 4: 6, 5: 3, 6: 3, 7: 6}    # kinds, as OP_ALLOW
+cdef int REDUCE_ADD_LOCAL = 7
 cdef dict pending_reduce = {}      # dirty target id -> reduction of its queued scatters
 
 cdef void scatter_obj(ArrayBase target, object value, object index, object active,
-                      int reduce, bint disjoint) except *:
+                      int reduce, bint disjoint, uint64_t literal=0) except *:
     cdef uint8_t be = target._backend, vt = target._vt
     if not (REDUCE_ALLOW[reduce] & kind_bit(vt)):
         raise TypeError(f'pbc.scatter_reduce: {REDUCE_NAMES[reduce]} is not supported on '
@@ -191,7 +192,7 @@ cdef void scatter_obj(ArrayBase target, object value, object index, object activ
         else:
             ptr = closure.write_pointer()
             inc_ext(ptr)
-        s = var_new(OP_SCATTER, T_VOID, size, ptr, iv, ii, im, 0, reduce, be)
+        s = var_new(OP_SCATTER, T_VOID, size, ptr, iv, ii, im, literal, reduce, be)
         queue_effect(s)
         for t, inside in zip(targets, in_body):
             vars[(<ArrayBase> t)._index].flags |= F_DIRTY
@@ -273,6 +274,20 @@ def scatter(ArrayBase target, value, index, active=True, int reduce=0, bint disj
         for k in range(2):
             if arg[k]:
                 dec_ext(arg[k])
+
+def scatter_add_local(ArrayBase target, value, index, active, uint32_t size):
+    """Adds value into entry `index` (of `size` entries) of the copy of `target` (copies of
+    `size` entries each, back to back, one per thread: thread_count() when traced) that
+    belongs to the thread running the lane: no atomics, as no other thread writes that
+    copy. The sum of the copies is the sum of every lane's additions, in an unspecified
+    order. (A kernel holding it runs on at most as many threads as the target has copies.
+    Without derivatives: it serves gradients, see pbc/ad/rules.py.)"""
+    cdef uint32_t n = vars[target._index].size
+    if size == 0 or n % size:
+        raise ValueError(f'pbc: scatter_add_local: a target of {n} entries does not hold '
+                         f'copies of {size}')
+    scatter_obj(target, value, index, active, REDUCE_ADD_LOCAL, False,
+                (<uint64_t> (n // size) << 32) | size)
 
 cdef int AD_SCATTER_ADD = ad_rule_code('scatter_add')
 cdef int AD_SCATTER_MINMAX = ad_rule_code('scatter_minmax')

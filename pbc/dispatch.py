@@ -595,14 +595,19 @@ def _evaluated(selector, targets, args, flat, what):
     # launches once traced, and the next one is traced while its kernel runs. Else its
     # kernel waits to compile with the others of its round.
     pipelined = True
+    # (with derivatives: per target scattered, its lanes and result arrays, for the node
+    # that links them to the call's result)
+    parts = [] if _runtime.ad_live_count() else None
     for members in _rounds(targets, groups):
         for (_key, fn, obj), lanes in members:
             out, first = _run_on_lanes(fn, obj, flat, lanes, width, Bool, selector, what,
-                                       out, first, fill)
+                                       out, first, fill, parts)
             pipelined = pipelined and eval_pending(compiled_only=True)
         # One evaluation per round: its targets' kernels compile together (see
         # compile_many) and launch back to back.
         _eval(out)
+    if parts:
+        ad_call.merge_lanes(flatten(out)[0], parts)
     if out is None and targets:
         # No lane calls anything: trace one target for the result's shape, run nothing.
         _key, fn, obj = targets[0]
@@ -614,11 +619,13 @@ def _evaluated(selector, targets, args, flat, what):
     return out
 
 
-def _run_on_lanes(fn, obj, flat, lanes, width, Bool, selector, what, out, first, fill):
+def _run_on_lanes(fn, obj, flat, lanes, width, Bool, selector, what, out, first, fill,
+                  parts=None):
     """Traces target fn on its `lanes` and queues the scatter of its results into `out`
     (made by the first target: zeros of its results' structure, or with `fill` False,
-    arrays of that structure that the targets' scatters write in full). Returns (out,
-    first)."""
+    arrays of that structure that the targets' scatters write in full). With `parts` (a
+    list), the scatters leave derivatives out and the lanes and result arrays go into
+    `parts` instead. Returns (out, first)."""
     # A target that every lane calls needs neither the gathers nor the scatters.
     whole = len(lanes) == width
     arrays, build = flat
@@ -644,6 +651,10 @@ def _run_on_lanes(fn, obj, flat, lanes, width, Bool, selector, what, out, first,
             why = mismatch(r, first, 'result')
             if why:
                 raise StateError(f'pbc: the targets of {what} disagree: {why}')
+        if parts is not None:
+            leaves, build = flatten(r)
+            parts.append((lanes, leaves))
+            r = build([_runtime.ad_detached(x) for x in leaves])
         _scatter_into(out, r, lanes, what)
         return out, first
     finally:

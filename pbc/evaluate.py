@@ -213,10 +213,11 @@ def _launch(batch, bits):
         if len(runs) == 1:
             run = runs[0]
             run.be.launch(run.entry.address, run.size, run.values, serial=run.entry.prints,
-                          wait=wait)
+                          wait=wait, threads=run.entry.threads)
         else:
+            limits = [run.entry.threads for run in runs if run.entry.threads]
             runs[0].be.launch_many([(run.entry.address, run.size, run.values)
-                                    for run in runs], wait=wait)
+                                    for run in runs], wait=wait, threads=min(limits, default=0))
     except BaseException:
         for run in runs:
             run.free()

@@ -318,8 +318,8 @@ def test_independent_groups_launch_together(monkeypatch, threads):
     launches = []
     many = pbc._runtime.launch_many
     monkeypatch.setattr(pbc._runtime, 'launch_many',
-                        lambda kernels, wait: (launches.append(len(kernels)),
-                                               many(kernels, wait))[1])
+                        lambda kernels, wait, threads=0: (launches.append(len(kernels)),
+                                                          many(kernels, wait, threads))[1])
     old = pbc._runtime.thread_count()
     pbc._runtime.set_thread_count(threads)
     try:

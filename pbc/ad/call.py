@@ -20,6 +20,12 @@ table of the instances' values (built with scatters where one carries derivative
 the table carries them), array ones through a pointer per lane to the lane's instance's
 array (a gather from it has the derivatives of the array the target was recorded with: in
 reverse mode, a scatter-add into that array's sink).
+
+An evaluated call runs each target on its lanes and scatters the results together; one
+node per result (merge_lanes) links it to the targets' results: reverse mode gathers its
+gradient at each target's lanes, forward mode scatters their tangents together. (Each
+scatter's own rule would pass the merged gradient on as a copy with the target's lanes
+cleared, once per target.)
 """
 
 import contextlib
@@ -167,4 +173,53 @@ class CallOp:
             for (n, s), t in zip(self.outputs, out):
                 if _runtime.ad_alive(n, s):
                     accumulate(n, t)
+        return True
+
+
+def merge_lanes(outs, parts):
+    """Links the float arrays `outs` of an evaluated call's result (new arrays, without
+    nodes, that the targets' results were scattered into without derivatives) to those
+    results: `parts` holds, per target, its lanes and its result's arrays, in the order of
+    `outs`."""
+    for k, out in enumerate(outs):
+        if not is_float(out):
+            continue
+        sources = [(lanes, _runtime.ad_node_of(leaves[k])) for lanes, leaves in parts]
+        sources = [(lanes, n) for lanes, n in sources if n]
+        if sources:
+            op = LaneMerge(type(out), len(out), sources)
+            (op.output,) = _runtime.ad_custom(op, [n for _, n in sources], [out])
+
+
+class LaneMerge:
+    """The AD graph's node for one result of an evaluated call (a custom op's node):
+    `sources` holds, per target whose result carries derivatives, its lanes and that
+    result's node."""
+
+    def __init__(self, T, width, sources):
+        self.T, self.width, self.sources = T, width, sources
+        self.output = None                       # (node, serial)
+
+    def _propagate(self, backward):
+        n, serial = self.output
+        if not _runtime.ad_alive(n, serial):
+            return False
+        if backward:
+            g = _runtime.ad_grad(n)
+            if g is None:
+                return False
+            for lanes, node in self.sources:
+                accumulate(node, _runtime.gather(self.T, g, lanes, True))
+            return True
+        t = None
+        for lanes, node in self.sources:
+            d = _runtime.ad_grad(node)
+            if d is not None:
+                if t is None:
+                    t = _runtime.literal(self.T, 0.0, self.width)
+                    _runtime.make_opaque(t)
+                _runtime.scatter(t, self.T(d), lanes, True, 0, True)
+        if t is None:
+            return False
+        accumulate(n, t)
         return True

@@ -145,7 +145,7 @@ def _into_sink(body, node, g):
     if sink is None:
         # (a node of width 1 gets one entry, which each vector of lanes adds its sum into)
         sink = body.sinks[node] = rules.Spread(
-            _runtime.ad_class(node), _runtime.ad_size(node), 1)
+            _runtime.ad_class(node), _runtime.ad_size(node), len(g))
     sink.add(g)
 
 

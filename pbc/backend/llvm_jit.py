@@ -10,6 +10,7 @@ import llvmlite
 import llvmlite.binding as llvm
 
 from .. import _runtime, config
+from ..ops import REDUCE_NAMES
 from . import processes
 from .disk_cache import DiskCache
 from .llvm_render import inline_all, render
@@ -25,6 +26,7 @@ class CompiledKernel(NamedTuple):
     cache_hit: str         # how the first request for it was served
     backend_time: float    # LLVM compile (or cache load) time
     stats: dict = {}       # what assembly optimized (Kernel.stats())
+    threads: int = 0       # the most threads it may run on (0: any; see _thread_limit)
 
 
 WIDE_LIMIT = 500              # instructions, for two-register vectors (see lanes())
@@ -51,14 +53,23 @@ CHAIN_MIN = 24                # steps: shorter chains end before their latency m
 def _short_pipeline(kernel):
     """Whether LOOP_FREE_PASSES optimize the kernel rather than O2: it has no symbolic loop
     but one that makes calls, no loop over the lanes of a vector (which atomic scatters and
-    prints make), and does not inline all its call targets to have LLVM optimize across
-    them (llvm_render.inline_all). O2's loop passes pay in tight loops (1.6x on
-    x = (x + 1) ^ x), little around a dispatch: a 4-bounce loop over 3 materials (the
-    callopt benchmark) ran 5% slower without them (3.04 vs 2.89 ms) and compiled in 21
-    instead of 30 ms."""
+    prints make; scatter_add_local's lanes are unrolled), and does not inline all its call
+    targets to have LLVM optimize across them (llvm_render.inline_all). O2's loop passes
+    pay in tight loops (1.6x on x = (x + 1) ^ x), little around a dispatch: a 4-bounce
+    loop over 3 materials (the callopt benchmark) ran 5% slower without them (3.04 vs 2.89
+    ms) and compiled in 21 instead of 30 ms."""
     return (not kernel.loops or _calls_in_loops(kernel)) and not (
         kernel.calls and inline_all(kernel)) and not any(
-        ins.op == 'print' or (ins.op == 'scatter' and ins.extra) for ins in kernel.instrs)
+        ins.op == 'print' or (ins.op == 'scatter' and REDUCE_NAMES[ins.extra] not in (
+            'none', 'add_local')) for ins in kernel.instrs)
+
+
+def _thread_limit(kernel):
+    """The most threads a kernel may run on: its scatter_add_locals' targets have a copy
+    per thread (the literal's high half), as many as there were threads when traced."""
+    copies = [ins.literal >> 32 for ins in kernel.instrs
+              if ins.op == 'scatter' and REDUCE_NAMES[ins.extra] == 'add_local']
+    return min(copies, default=0)
 
 
 def _one_huge_block(kernel):
@@ -252,7 +263,7 @@ class LLVMBackend:
             text, _, key = rendered[j]
             entry = CompiledKernel(self.memory[key][1], layout, key, kernel.ir_ops,
                                    kernel.uses('print'), text, hits[j], times[j],
-                                   kernel.stats())
+                                   kernel.stats(), _thread_limit(kernel))
             self.groups[group_key] = entry
             entries.append(entry)
         return entries
@@ -297,7 +308,8 @@ class LLVMBackend:
         with self.lock:
             self.counter += 1
             builder = (llvm.JITLibraryBuilder().add_object_img(obj).add_current_process()
-                       .import_symbol('pbc_print_capture', _runtime.print_capture_address()))
+                       .import_symbol('pbc_print_capture', _runtime.print_capture_address())
+                       .import_symbol('pbc_thread_index', _runtime.thread_index_address()))
             for _, name in symbols:
                 builder.export_symbol(name)
             tracker = builder.link(self.jit, f'pbc_kernel_{self.counter}')
@@ -350,13 +362,13 @@ class LLVMBackend:
         finally:
             llvm.set_option('', '-misched-regpressure=true')      # (LLVM's default)
 
-    def launch(self, addr, size, params, serial=False, wait=True):
-        _runtime.launch(addr, size, params, serial, wait)
+    def launch(self, addr, size, params, serial=False, wait=True, threads=0):
+        _runtime.launch(addr, size, params, serial, wait, threads)
 
-    def launch_many(self, kernels, wait=True):
+    def launch_many(self, kernels, wait=True, threads=0):
         """Launches [(address, size, params)] as one job (they read nothing the others
-        write)."""
-        _runtime.launch_many(kernels, wait)
+        write), on at most `threads` threads if not 0."""
+        _runtime.launch_many(kernels, wait, threads)
 
 
 _backend = None

@@ -293,6 +293,11 @@ class _Renderer:
             if p.kind == 'size':
                 self.entry.append(f'  %p{slot}.t = trunc i64 %p{slot} to i32')
                 self.entry_splat(f'%sz{slot - 1}', 'i32', f'%p{slot}.t')
+        if any(ins.op == 'scatter' and REDUCE_NAMES[ins.extra] == 'add_local'
+               for ins in k.instrs):
+            # (the thread's own copy of a scatter_add_local's target: see _pool.h)
+            self.decls['declare i32 @pbc_thread_index()'] = None
+            self.entry.append('  %thread = call i32 @pbc_thread_index()')
         self.prologue = list(self.entry)
         for reg, ins in enumerate(k.instrs):
             if ins.op == 'lane_ptr':
@@ -481,14 +486,14 @@ class _Renderer:
         else:
             self.body.append(f'  {r} = bitcast {self.vec(s)} {a} to {self.vec(d)}')
 
-    def _addresses(self, r, ptr_reg, index_reg, mask_reg, m):
+    def _addresses(self, r, ptr_reg, index_reg, mask_reg, m, index=None, mask=None):
         """The lanes' element pointers (`r`.p, of memory type m) and effective mask (`r`.m):
         active, requested and in bounds. A buffer holds fewer than 2^32 elements, so one
         buffer's index is 32-bit throughout: bounds checked as i32, and the address taken from
         a signed 32-bit index (which x86 gathers and scatters read with one instruction) as
         base + 2^31 elements, index - 2^31 (the index with its top bit flipped)."""
         b = self.body
-        index = self.names[index_reg]
+        index = index or self.names[index_reg]
         if self.k.instrs[ptr_reg].op == 'lane_ptr':      # a buffer per lane
             base = self.names[ptr_reg]
             V64 = self.vec('i64')
@@ -502,7 +507,7 @@ class _Renderer:
                   f'  {r}.b = getelementptr {m}, ptr %p{slot}, i64 2147483648',
                   f'  {r}.i = xor {V32} {index}, {self.splat("i32", "-2147483648")}',
                   f'  {r}.p = getelementptr {m}, ptr {r}.b, {V32} {r}.i']
-        b += [f'  {r}.m0 = and {self.masks} {self.names[mask_reg]}, {r}.in',
+        b += [f'  {r}.m0 = and {self.masks} {mask or self.names[mask_reg]}, {r}.in',
               f'  {r}.m = and {self.masks} {r}.m0, %active']
 
     def op_gather(self, ins, r, reg):
@@ -522,6 +527,10 @@ class _Renderer:
         ptr_reg, value_reg, index_reg, mask_reg = ins.args
         vt = self.k.instrs[value_reg].type
         m = MEMORY[vt]
+        reduce = REDUCE_NAMES[ins.extra]
+        if reduce == 'add_local':
+            self._add_local(ins, r, vt, m)
+            return
         self._addresses(r, ptr_reg, index_reg, mask_reg, m)
         V, P = self.vec(m), self.vec('ptr')
         value = self.names[value_reg]
@@ -529,7 +538,6 @@ class _Renderer:
         if m == 'i8':
             b.append(f'  {r}.z = zext {self.masks} {value} to {V}')
             value = f'{r}.z'
-        reduce = REDUCE_NAMES[ins.extra]
         if reduce == 'none':
             name = f'masked.scatter.v{self.W}{MANGLE[m]}.v{self.W}p0'
             self.decls[f'declare void @llvm.{name}({V}, {P}, i32, {self.masks})'] = None
@@ -550,16 +558,23 @@ class _Renderer:
                         f'{m} {r}.vj monotonic')
         self._per_lane(r, f'{r}.m', lane)
 
-    def _add_into_one(self, r, m, vt, value):
+    def _add_into_one(self, r, m, vt, value, atomic=True):
         """Every lane adds into one entry (a literal index: the gradient of a parameter of
-        width 1, say): the active lanes' sum, then one atomic addition per vector, instead
-        of one per lane on one address. (The order of a scatter-add's additions is
-        unspecified: docs/semantics.md.)"""
+        width 1, say): the active lanes' sum, then one addition per vector (an atomic one
+        unless the entry is the thread's own), instead of one per lane on one address.
+        (The order of a scatter-add's additions is unspecified: docs/semantics.md.)"""
         V, P, W = self.vec(m), self.vec('ptr'), self.W
         float_ = KIND[vt] == 'f'
         name = f'vector.reduce.{"fadd" if float_ else "add"}.v{W}{MANGLE[m]}'
         self.decls[f'declare {m} @llvm.{name}({m + ", " if float_ else ""}{V})'] = None
         lbl = r[1:]
+        if atomic:
+            add = [f'  {r}.old = atomicrmw {ATOMIC[("add", KIND[vt])]} ptr {r}.p0, {m} {r}.t '
+                   'monotonic']
+        else:
+            add = [f'  {r}.o = load {m}, ptr {r}.p0, align {BYTES[m]}',
+                   f'  {r}.n = {"fadd" if float_ else "add"} {m} {r}.o, {r}.t',
+                   f'  store {m} {r}.n, ptr {r}.p0, align {BYTES[m]}']
         self.body += [
             f'  {r}.s = select {self.masks} {r}.m, {V} {value}, {V} zeroinitializer',
             f'  {r}.t = call {"reassoc " if float_ else ""}{m} @llvm.{name}('
@@ -567,10 +582,45 @@ class _Renderer:
             f'  {r}.bits = bitcast {self.masks} {r}.m to i{W}',
             f'  {r}.any = icmp ne i{W} {r}.bits, 0',
             f'  br i1 {r}.any, label %{lbl}.add, label %{lbl}.added', f'{lbl}.add:',
-            f'  {r}.p0 = extractelement {P} {r}.p, i32 0',
-            f'  {r}.old = atomicrmw {ATOMIC[("add", KIND[vt])]} ptr {r}.p0, {m} {r}.t monotonic',
+            f'  {r}.p0 = extractelement {P} {r}.p, i32 0', *add,
             f'  br label %{lbl}.added', f'{lbl}.added:']
         self.block = f'{lbl}.added'
+
+    def _add_local(self, ins, r, vt, m):
+        """scatter_add_local: adds into the entries of this thread's copy of the target
+        (copy `%thread`, of `size` entries: the literal's low half), which no other thread
+        writes: a load and a store per lane, in lane order (lanes of a vector may add into
+        one entry), or where every lane adds into one entry, the active lanes' sum once."""
+        ptr_reg, value_reg, index_reg, mask_reg = ins.args
+        size = ins.literal & 0xFFFFFFFF
+        V, P, V32 = self.vec(m), self.vec('ptr'), self.vec('i32')
+        value = self.names[value_reg]
+        add = 'fadd' if KIND[vt] == 'f' else 'add'
+        index = self.names[index_reg]
+        self.body += [f'  {r}.off = mul i32 %thread, {size}',
+                      f'  {r}.in1 = icmp ult {V32} {index}, {self.splat("i32", size)}',
+                      f'  {r}.m1 = and {self.masks} {self.names[mask_reg]}, {r}.in1']
+        self.splat_to(f'{r}.offv', 'i32', f'{r}.off')
+        self.body.append(f'  {r}.li = add {V32} {index}, {r}.offv')
+        self._addresses(r, ptr_reg, index_reg, mask_reg, m, index=f'{r}.li', mask=f'{r}.m1')
+        if self.k.instrs[index_reg].op == 'literal':         # (one entry for all lanes)
+            self._add_into_one(r, m, vt, value, atomic=False)
+            return
+        # (unrolled: lane j's pointer and value are extracted at a constant position, which
+        # a loop over the lanes would do through memory)
+        lbl = r[1:]
+        for j in range(self.W):
+            self.body += [
+                f'  {r}.on{j} = extractelement {self.masks} {r}.m, i32 {j}',
+                f'  br i1 {r}.on{j}, label %{lbl}.do{j}, label %{lbl}.next{j}',
+                f'{lbl}.do{j}:',
+                f'  {r}.at{j} = extractelement {P} {r}.p, i32 {j}',
+                f'  {r}.v{j} = extractelement {V} {value}, i32 {j}',
+                f'  {r}.o{j} = load {m}, ptr {r}.at{j}, align {BYTES[m]}',
+                f'  {r}.n{j} = {add} {m} {r}.o{j}, {r}.v{j}',
+                f'  store {m} {r}.n{j}, ptr {r}.at{j}, align {BYTES[m]}',
+                f'  br label %{lbl}.next{j}', f'{lbl}.next{j}:']
+        self.block = f'{lbl}.next{self.W - 1}'
 
     @staticmethod
     def _cas_multiply(r, m):

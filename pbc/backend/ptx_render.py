@@ -494,6 +494,11 @@ class _Renderer:
         reduce = REDUCE_NAMES[ins.extra]
         kind = KIND[vt]
         b = self.body
+        if reduce == 'add_local':
+            # An atomic addition into the first copy: a GPU's threads are too many for a
+            # copy each, and its atomics are fast (rules.Spread makes one copy on this
+            # backend; other copies stay zero, and the copies' sum is the same).
+            reduce = 'add'
         if reduce == 'none':
             value = self._memory_value(r, vt, value)
             b.append(f'  @{mask} st.global.{m} [{addr}], {value};')
