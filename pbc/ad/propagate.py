@@ -5,7 +5,7 @@ except where a rule needs memory (the scatters of a gather's adjoint, reductions
 
 import enum
 
-from .. import _runtime
+from .. import _runtime, evaluate
 from . import rules
 
 CUSTOM = rules.code('custom')    # a custom op's node: its own forward/backward propagate
@@ -95,14 +95,20 @@ def in_body():
     return _bodies[-1] if depth and _bodies and _bodies[-1].depth == depth else None
 
 
-def accumulate(node, g, wide=False):
+def _total(g):
+    return _runtime.reduce(g, 'sum') if len(g) > 1 else g
+
+
+def accumulate(node, g, wide=False, defer=False):
     """Adds g to node's gradient, converted to its type and width: summed over lanes for a
     node of width 1 (which was broadcast in the operation), broadcast for a gradient of
     width 1 (a seed or a constant partial) on a wider node. Gradients always have their
     node's width, so rules such as a gather's read them lane by lane; but with `wide` (a
     traversal inside a symbolic loop's body, whose width-1 values stand for every lane, and
-    where no reduction can run), a width-1 node keeps a wide gradient. Inside a loop body,
-    a node from outside it gets g through a sink (see _Body)."""
+    where no reduction can run), a width-1 node keeps a wide gradient. With `defer` (a
+    backward traversal outside symbolic code), it keeps the lanes of a wide gradient apart
+    too, for _sum_lanes to sum once the traversal ends. Inside a loop body, a node from
+    outside it gets g through a sink (see _Body)."""
     if _bodies and _runtime.ad_serial_of(node) < _bodies[-1].serial:
         # (the outermost body the node is outside of: its sink is read once that loop is
         # recorded, outside every loop that wrote it)
@@ -113,6 +119,13 @@ def accumulate(node, g, wide=False):
     size = _runtime.ad_size(node)
     if isinstance(g, rules.Scattered):
         g = g.value(size)
+    if size == 1 and old is not None and len(old) > 1 and not wide:
+        # (a sum deferred to the end of the traversal, see `defer`: lanes of another
+        # width, or a total, come in: the sum now)
+        g = rules.value(g)
+        if not (defer and len(g) == len(old)):
+            old = _total(old)
+            _runtime.ad_set_grad(node, old)
     if isinstance(g, rules.Product) and old is not None and \
             max(len(g.x), len(g.w)) == size and type(g.x) is type(g.w) is type(old):
         _runtime.ad_set_grad(node, rules.add_to(old, g))    # one fma
@@ -123,6 +136,11 @@ def accumulate(node, g, wide=False):
             raise RuntimeError(f'pbc: attempted to store a gradient of size {len(g)} into '
                                f'AD variable of size {size}')
         if size == 1 and wide:
+            _runtime.ad_set_grad(node, g if old is None else old + g)
+            return
+        if size == 1 and defer:
+            if old is not None and len(old) != len(g):      # (old: a total, see above)
+                g = _total(g)
             _runtime.ad_set_grad(node, g if old is None else old + g)
             return
         g = _runtime.reduce(g, 'sum') if size == 1 else rules.widen(g, size)
@@ -190,10 +208,17 @@ def traverse(starts, backward, toward_inputs, flags, since=0):
             if g is None:
                 continue
             node = _runtime.ad_view(n)
-            parts = rules.backward(rules.RULES[node.rule], node, g, [bool(s) for s in srcs])
+            rule = rules.RULES[node.rule]
+            if node.size == 1 and len(g) > 1 and not since and \
+                    not isinstance(rule, rules.Elementwise):
+                # (a sum deferred, see accumulate: a lane by lane rule may pass the lanes
+                # on; others, and custom ops reading their outputs' gradients, need the sum)
+                g = _total(g)
+                _runtime.ad_set_grad(n, g)
+            parts = rules.backward(rule, node, g, [bool(s) for s in srcs])
             for s, p in zip(srcs, parts):
                 if s and p is not None:
-                    accumulate(s, p, wide=bool(since))
+                    accumulate(s, p, wide=bool(since), defer=not since)
             propagated.add(n)
         else:
             tangents = [_runtime.ad_grad(s) if s else None for s in srcs]
@@ -205,6 +230,8 @@ def traverse(starts, backward, toward_inputs, flags, since=0):
             if d is not None:
                 accumulate(n, d)
             propagated.update(s for s, t in zip(srcs, tangents) if t is not None)
+    if backward and not since:
+        _sum_lanes(order)
     if flags & ADFlag.ClearVertices:
         if boundary is not None:           # what is older than the boundary keeps its own
             propagated = {n for n in propagated
@@ -213,6 +240,20 @@ def traverse(starts, backward, toward_inputs, flags, since=0):
     if flags & ADFlag.ClearEdges:
         for n, k in edges:
             _runtime.ad_drop_source(n, k)
+
+
+def _sum_lanes(nodes):
+    """Width-1 nodes whose gradient a backward traversal left wide (accumulate: `wide`)
+    get its sum over the lanes. Their kernels evaluate together, rather than one by one
+    as each rule's contribution arrived: an evaluated call's targets each give their
+    parameters' gradients, one kernel per target, which then compile and launch as one
+    batch."""
+    wide = [(n, g) for n in nodes if _runtime.ad_size(n) == 1
+            for g in [_runtime.ad_grad(n)] if g is not None and len(g) > 1]
+    if wide:
+        evaluate.eval(*[g for _, g in wide])
+        for n, g in wide:
+            _runtime.ad_set_grad(n, _runtime.reduce(g, 'sum'))
 
 
 def _fed(order, inside, backward):
