@@ -256,10 +256,18 @@ def scatter(ArrayBase target, value, index, active=True, int reduce=0, bint disj
         arg[0] = target._index
         arg[1] = operand(value, target._vt, target._backend)
         inc_ext(arg[0])
+    cdef uint32_t im = 0
     try:
         scatter_obj(target, value, index, active, reduce, disjoint)
         if not (st or sv):
             return
+        if not mask_stack.empty():
+            # (the lanes it wrote: a conditional's or an evaluated loop's mask applies, and
+            # the derivatives, propagated after it, must see it too)
+            im = operand(active, T_BOOL, target._backend)
+            apply_mask(&im)
+            inc_ext(im)
+            active = wrap(target._backend, T_BOOL, im)
         old = target._ad
         src[0] = st; src[1] = sv; src[2] = 0
         target._ad = 0
@@ -274,6 +282,8 @@ def scatter(ArrayBase target, value, index, active=True, int reduce=0, bint disj
         for k in range(2):
             if arg[k]:
                 dec_ext(arg[k])
+        if im:
+            dec_ext(im)
 
 def scatter_add_local(ArrayBase target, value, index, active, uint32_t size):
     """Adds value into entry `index` (of `size` entries) of the copy of `target` (copies of

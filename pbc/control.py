@@ -453,6 +453,7 @@ def if_stmt(args, cond, true_fn, false_fn, arg_labels=(), rv_labels=(), label=No
             finally:
                 _symbolic_branches -= not evaluated
                 _runtime.mask_pop()
+            _scattered_nodes(args, work)
     finally:
         _runtime.unstash_refs(stash)
     t, f = result
@@ -473,6 +474,16 @@ def if_stmt(args, cond, true_fn, false_fn, arg_labels=(), rv_labels=(), label=No
     for k, m in changed.items():
         settle(m, flatten(m)[0], *_homes(m, works[0][k], works[1][k], snaps, original))
     return out
+
+
+def _scattered_nodes(args, work):
+    """The caller's arrays that a branch scattered into (in place: their working copies
+    kept the variable) take the derivatives the scatters gave the copies, as the writes
+    themselves are side effects: the next branch's scatters, and the caller, build on
+    them."""
+    for a, w in zip(flatten(args)[0], flatten(work)[0]):
+        if a.index == w.index and _runtime.ad_index(a) != _runtime.ad_index(w):
+            a._assign(w)
 
 
 def _changed_arguments(args, original, snaps):
@@ -508,7 +519,9 @@ def _merge(cond, t, f, path):
     scalar = (bool, int, float)
     if isinstance(t, ArrayBase) and isinstance(f, ArrayBase) and t.index == f.index \
             and t.index and type(t) is type(f):
-        return t                    # the same value on both sides (of its own width)
+        # The same value on both sides (of its own width). Where their derivatives differ,
+        # the array was scattered into: the second branch's carry the first's on.
+        return f if _runtime.ad_index(t) != _runtime.ad_index(f) else t
     if isinstance(t, ArrayBase) or isinstance(f, ArrayBase):
         for x in (t, f):
             if isinstance(x, ArrayBase) and x.index == 0:

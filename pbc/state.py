@@ -16,7 +16,7 @@ Nodes are the arrays and containers of a state tree, listed in pre-order, which 
 order for trees of the same structure.
 """
 
-from ._runtime import ArrayBase, stash_copy
+from ._runtime import ArrayBase, ad_index, stash_copy
 from .tree import assign, children, rebuild
 
 
@@ -103,6 +103,10 @@ def _settle(r, finals, homes):
         f = next(finals)
         if isinstance(o, ArrayBase) and type(o) is type(f) and o.index:
             if o.index == f.index:
+                # (a scatter in the body gave the array's copy a node of its own: the
+                # array written in place takes it)
+                if ad_index(o) != ad_index(f):
+                    o._assign(f)
                 return o
             if m:
                 o._assign(f)

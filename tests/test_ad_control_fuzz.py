@@ -1,7 +1,8 @@
 """Derivatives through random control flow: hypothesis draws programs of float64 arithmetic
 over two differentiable variables and a differentiable parameter, in `while` loops (with
-`break` and `continue`), `if` statements, early `return`s and calls (pbc.switch over
-targets that also read the parameter), written as plain Python under @pbc.syntax. Each
+`break` and `continue`), `if` statements, early `return`s, calls (pbc.switch over
+targets that also read the parameter) and, outside loops, scatters and scatter-adds into
+an array the result gathers from, written as plain Python under @pbc.syntax. Each
 runs with its loops, conditionals and calls symbolic and evaluated, in forward mode and
 reverse mode (symbolic loops given max_iterations), and the derivatives must agree with
 each other and with central finite differences.
@@ -36,8 +37,10 @@ class Program:
         self.rng = random.Random(seed)
         self.lines, self.counters, self.depth = [], 0, 0
         self.nested, self.calls = False, 2
+        self.lines.append(f'    acc = pbc.zeros(Float64, {LANES})')
         self.block(1, loops=2, size=4)
-        self.lines.append('    return x0 + 2.0 * x1')
+        self.lines.append(f'    return x0 + 2.0 * x1 + pbc.gather(Float64, acc, (k * 5 + 1) % '
+                          f'{LANES})')
 
     def target(self):
         """A call target's expression of its arguments u, v and the captured parameter a."""
@@ -101,14 +104,27 @@ class Program:
                 word = self.rng.choice(['break', 'continue'])
                 self.emit(indent, f'if pbc.hint({self.condition(counters)}, mode=mode):')
                 self.emit(indent + 1, word)
+            elif self.rng.random() < 0.75:
+                self.scatter(indent)
             elif indent == 1:
                 self.emit(indent, f'if pbc.hint({self.condition(counters)}, mode=mode):')
                 self.emit(indent + 1, f'return {self.value()}')
             else:
                 self.emit(indent, f'x1 = {self.value()}')
 
+    def scatter(self, indent):
+        """A scatter of a differentiable value into `acc` (which the result gathers from),
+        outside loops: scatter-adds may collide, plain scatters write a permutation of
+        the lanes (so that no two write one entry: which would win is unspecified)."""
+        r = self.rng.randint(0, LANES - 1)
+        if self.rng.random() < 0.6:
+            self.emit(indent, f'pbc.scatter_add(acc, {self.value()}, '
+                              f'(k * {self.rng.randint(0, 3)} + {r}) % {LANES})')
+        else:
+            self.emit(indent, f'pbc.scatter(acc, {self.value()}, (k * 3 + {r}) % {LANES})')
+
     def source(self):
-        return ('import pbc\nfrom pbc.llvm import UInt32\n\n\n@pbc.syntax\n'
+        return ('import pbc\nfrom pbc.llvm import Float64, UInt32\n\n\n@pbc.syntax\n'
                 'def f(x0, x1, a, n, s, k, mode):\n' + '\n'.join(self.lines) + '\n')
 
 
@@ -136,22 +152,28 @@ def call(f, v, mode, x0=None, x1=None, a=None):
     return f(x0, x1, a, UInt32(v['n']), Bool(v['s']), UInt32(v['k']), mode)
 
 
-def finite_differences(f, v, h=1e-6):
-    """d f / d (x0, x1, a): lane by lane for x0 and x1, and per lane for the parameter."""
+def directions(v):
+    """Per differentiated input, a direction to differentiate along (random lane by lane)."""
+    rng = np.random.default_rng(len(v['x0']) + int(v['n'].sum()))
+    return {name: rng.uniform(0.5, 1.5, len(v[name])) for name in ('x0', 'x1', 'a')}
+
+
+def finite_differences(f, v, d, h=1e-6):
+    """The derivatives of f along directions d of (x0, x1, a), each alone."""
     out = []
     with pbc.suspend_grad():
         for name in ('x0', 'x1', 'a'):
             up, down = dict(v), dict(v)
-            up[name], down[name] = v[name] + h, v[name] - h
+            up[name], down[name] = v[name] + h * d[name], v[name] - h * d[name]
             out.append((call(f, up, 'evaluated').numpy() - call(f, down, 'evaluated').numpy())
                        / (2 * h))
     return out
 
 
-def forward(f, v, mode, wrt):
+def forward(f, v, mode, wrt, d):
     x0, x1, a = Float64(v['x0']), Float64(v['x1']), Float64(v['a'])
     pbc.enable_grad(x0, x1, a)
-    pbc.set_grad({'x0': x0, 'x1': x1, 'a': a}[wrt], 1.0)
+    pbc.set_grad({'x0': x0, 'x1': x1, 'a': a}[wrt], Float64(d[wrt]))
     return pbc.forward_to(call(f, v, mode, x0, x1, a)).numpy()
 
 
@@ -169,16 +191,21 @@ def test_derivatives_through_random_control_flow(tmp_path, seed, data_seed):
     note(program.source())
     f = load(program, tmp_path, f'ad_fuzz_{seed}')
     v = inputs(data_seed)
-    fd = finite_differences(f, v)
+    d = directions(v)
+    fd = finite_differences(f, v, d)
     for k, wrt in enumerate(('x0', 'x1', 'a')):
-        got = {mode: forward(f, v, mode, wrt) for mode in ('symbolic', 'evaluated')}
+        got = {mode: forward(f, v, mode, wrt, d) for mode in ('symbolic', 'evaluated')}
         np.testing.assert_allclose(got['symbolic'], got['evaluated'], rtol=1e-10, atol=1e-12)
         np.testing.assert_allclose(got['evaluated'], fd[k], rtol=1e-5, atol=1e-7)
     weights = np.linspace(-1, 2, LANES)
     evaluated = reverse(f, v, 'evaluated', weights)
-    for k, g in enumerate(evaluated):
-        want = fd[k] * weights if k < 2 else [np.sum(fd[k] * weights)]
-        np.testing.assert_allclose(g, want, rtol=1e-5, atol=1e-7)
+    for k, (g, name) in enumerate(zip(evaluated, ('x0', 'x1', 'a'))):
+        # <J^T w, d> = <w, J d>; lane by lane where lanes do not mix (no scatters: the
+        # Jacobian of x0 and x1 is diagonal)
+        np.testing.assert_allclose(np.dot(g, d[name]), np.dot(fd[k], weights), rtol=1e-5,
+                                   atol=1e-7)
+        if k < 2 and 'scatter' not in program.source():
+            np.testing.assert_allclose(g * d[name], fd[k] * weights, rtol=1e-5, atol=1e-7)
     try:
         symbolic = reverse(f, v, 'symbolic', weights)
     except RuntimeError as e:
