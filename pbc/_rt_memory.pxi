@@ -68,6 +68,10 @@ cdef uint32_t gather_var(uint32_t src, uint32_t ii, uint32_t im) except 0:
             eval_var(src)
         if jit_flags & FLAG_DEBUG and scope_stack.empty():
             check_bounds('gather', ii, im, n, be)
+        if vars[src].op != OP_DATA:
+            # (read as a value, not from memory: a scatter into it later in a loop's body
+            # must still find the read, which would not see its writes)
+            note_read(src)
         if vars[src].op == OP_LITERAL:
             t = var_literal(vt, result_size(OP_GATHER, ii, im, 0, 0), vars[src].literal, be)
         elif n == 1 and vars[src].op != OP_DATA:
@@ -234,16 +238,26 @@ def scatter(ArrayBase target, value, index, active=True, int reduce=0, bint disj
     Where the target or the value carries derivatives, the target's new value gets a node
     whose operands are its old value and the value written (a min/max reduction's rule also
     reads both values and the result: the gradient goes to what won)."""
-    if effects_suppressed:
-        return                         # (a loop's derivative records the body again)
     cdef uint32_t st = ad_src(target) if ad_live else 0
     cdef uint32_t sv = ad_src(value) if ad_live else 0
     cdef bint minmax = reduce == 3 or reduce == 4
+    if effects_suppressed:
+        # (a loop's derivative records the body again: the write is not repeated, but the
+        # derivative may need to know of it)
+        if (st or sv) and symbolic_scatter_hook is not None:
+            symbolic_scatter_hook(target, value, index, lanes_written(target, active),
+                                  reduce, False)
+        return
     if (st or sv) and not scope_stack.empty():
-        raise NotImplementedError(
-            'pbc.scatter: derivatives of a scatter inside a symbolic loop or call are not '
-            'supported yet (its target or value carries derivatives): run the loop or call '
-            'in evaluated mode, or detach them with pbc.detach()')
+        if symbolic_scatter_hook is None or not symbolic_scatter_hook(
+                target, value, index, lanes_written(target, active), reduce, True):
+            raise NotImplementedError(
+                'pbc.scatter: derivatives of this scatter inside a symbolic loop or call '
+                'are not supported yet (its target or value carries derivatives; in a '
+                "loop's body, scatter_add's are): run the loop or call in evaluated mode, "
+                'or detach them with pbc.detach()')
+        scatter_obj(target, value, index, active, reduce, disjoint)
+        return
     cdef uint32_t old, n
     cdef int k
     if (st or sv) and reduce > 1 and not minmax:
@@ -256,18 +270,13 @@ def scatter(ArrayBase target, value, index, active=True, int reduce=0, bint disj
         arg[0] = target._index
         arg[1] = operand(value, target._vt, target._backend)
         inc_ext(arg[0])
-    cdef uint32_t im = 0
     try:
         scatter_obj(target, value, index, active, reduce, disjoint)
         if not (st or sv):
             return
-        if not mask_stack.empty():
-            # (the lanes it wrote: a conditional's or an evaluated loop's mask applies, and
-            # the derivatives, propagated after it, must see it too)
-            im = operand(active, T_BOOL, target._backend)
-            apply_mask(&im)
-            inc_ext(im)
-            active = wrap(target._backend, T_BOOL, im)
+        # (the lanes it wrote: a conditional's or an evaluated loop's mask applies, and
+        # the derivatives, propagated after it, must see it too)
+        active = lanes_written(target, active)
         old = target._ad
         src[0] = st; src[1] = sv; src[2] = 0
         target._ad = 0
@@ -282,8 +291,24 @@ def scatter(ArrayBase target, value, index, active=True, int reduce=0, bint disj
         for k in range(2):
             if arg[k]:
                 dec_ext(arg[k])
-        if im:
-            dec_ext(im)
+
+# Called for a scatter whose target or value carries derivatives inside symbolic code, as
+# hook(target, value, index, active, reduce, primal): with `primal`, it is being recorded
+# (a True return: the hook takes care of its derivatives, else it is an error); else a
+# derivative's second run of the body meets it (pbc/ad/loop.py).
+cdef object symbolic_scatter_hook = None
+
+def set_symbolic_scatter_hook(hook):
+    global symbolic_scatter_hook
+    symbolic_scatter_hook = hook
+
+cdef object lanes_written(ArrayBase target, object active):
+    """`active` with the innermost mask applied (a Bool array), or as it is without one."""
+    if mask_stack.empty():
+        return active
+    cdef uint32_t im = operand(active, T_BOOL, target._backend)
+    apply_mask(&im)
+    return wrap(target._backend, T_BOOL, im)
 
 def scatter_add_local(ArrayBase target, value, index, active, uint32_t size):
     """Adds value into entry `index` (of `size` entries) of the copy of `target` (copies of

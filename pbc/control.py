@@ -21,7 +21,7 @@ from .evaluate import eval as _eval
 from .flags import JitFlag, flag
 from .reductions import any as _any
 from .routines import broadcast_lanes, gather, select
-from .state import Snapshot, nodes, settle, working_copy
+from .state import Snapshot, nodes, scattered_into, settle, working_copy
 from .tensor import Tensor
 from .tree import children, flatten, paths, rebuild
 
@@ -439,11 +439,13 @@ def if_stmt(args, cond, true_fn, false_fn, arg_labels=(), rv_labels=(), label=No
     if evaluated:
         _eval(cond)
     result, snaps, works = [], [], []
+    scattered = set()               # nodes that scatters in the branches made
     stash = _runtime.stash_refs(flatten(args)[0])
     try:
         for mask, fn, role in ((cond, true_fn, 'true_fn'), (~cond, false_fn, 'false_fn')):
             # Each branch gets a working copy: its in-place changes do not leak into the other.
             work = working_copy(args)
+            nodes_before = [_runtime.ad_index(w) for w in flatten(work)[0]]
             works.append(work)
             snaps.append(Snapshot(work))
             _runtime.mask_push(mask)
@@ -453,18 +455,18 @@ def if_stmt(args, cond, true_fn, false_fn, arg_labels=(), rv_labels=(), label=No
             finally:
                 _symbolic_branches -= not evaluated
                 _runtime.mask_pop()
-            _scattered_nodes(args, work)
+            scattered |= _scattered_nodes(args, work, nodes_before)
     finally:
         _runtime.unstash_refs(stash)
     t, f = result
     if isinstance(t, tuple) and isinstance(f, tuple) and len(t) == len(f) and labels:
         names = _names(t, tuple(labels))
-        merged = tuple(_merge(cond, a, b, n) for a, b, n in zip(t, f, names))
+        merged = tuple(_merge(cond, a, b, n, scattered) for a, b, n in zip(t, f, names))
     else:
-        merged = _merge(cond, t, f, label or 'result')
+        merged = _merge(cond, t, f, label or 'result', scattered)
     original = nodes(args)[0]
     # (the arguments the branches changed in place: their copies, merged)
-    changed = {k: _merge(cond, works[0][k], works[1][k], f'args[{k}]')
+    changed = {k: _merge(cond, works[0][k], works[1][k], f'args[{k}]', scattered)
                for k in _changed_arguments(args, original, snaps)}
     if evaluated:
         _eval(merged, changed)
@@ -476,14 +478,18 @@ def if_stmt(args, cond, true_fn, false_fn, arg_labels=(), rv_labels=(), label=No
     return out
 
 
-def _scattered_nodes(args, work):
+def _scattered_nodes(args, work, nodes_before):
     """The caller's arrays that a branch scattered into (in place: their working copies
-    kept the variable) take the derivatives the scatters gave the copies, as the writes
-    themselves are side effects: the next branch's scatters, and the caller, build on
-    them."""
-    for a, w in zip(flatten(args)[0], flatten(work)[0]):
-        if a.index == w.index and _runtime.ad_index(a) != _runtime.ad_index(w):
+    kept the variable, and got a new node) take the derivatives the scatters gave the
+    copies, as the writes themselves are side effects: the next branch's scatters, and the
+    caller, build on them. (`nodes_before`: the copies' nodes as the branch began.)
+    Returns the new nodes."""
+    new = set()
+    for a, w, n in zip(flatten(args)[0], flatten(work)[0], nodes_before):
+        if a.index == w.index and _runtime.ad_index(w) != n and scattered_into(w):
             a._assign(w)
+            new.add(_runtime.ad_index(w))
+    return new
 
 
 def _changed_arguments(args, original, snaps):
@@ -514,14 +520,17 @@ def _find_homes(m, a, b, snaps, original, homes, mutated):
             _find_homes(*parts, snaps, original, homes, mutated)
 
 
-def _merge(cond, t, f, path):
-    """Lane by lane: t where cond holds, f elsewhere (same structure required)."""
+def _merge(cond, t, f, path, scattered=frozenset()):
+    """Lane by lane: t where cond holds, f elsewhere (same structure required). An array
+    that the branches scattered into (`scattered`: the nodes that gave it) is the second
+    branch's: its derivatives carry the first's on (see _scattered_nodes)."""
     scalar = (bool, int, float)
     if isinstance(t, ArrayBase) and isinstance(f, ArrayBase) and t.index == f.index \
             and t.index and type(t) is type(f):
-        # The same value on both sides (of its own width). Where their derivatives differ,
-        # the array was scattered into: the second branch's carry the first's on.
-        return f if _runtime.ad_index(t) != _runtime.ad_index(f) else t
+        if _runtime.ad_index(t) == _runtime.ad_index(f):
+            return t                # the same value on both sides (of its own width)
+        if _runtime.ad_index(t) in scattered or _runtime.ad_index(f) in scattered:
+            return f
     if isinstance(t, ArrayBase) or isinstance(f, ArrayBase):
         for x in (t, f):
             if isinstance(x, ArrayBase) and x.index == 0:
@@ -549,7 +558,8 @@ def _merge(cond, t, f, path):
         raise StateError(f"pbc.if_stmt: '{path}' has a different structure in the two branches")
     if isinstance(t, dict) and list(t) != list(f):
         raise StateError(f"pbc.if_stmt: '{path}' has different keys in the two branches")
-    return rebuild(t, [_merge(cond, a, b, f'{path}[{i}]') for i, (a, b) in enumerate(zip(pt, pf))])
+    return rebuild(t, [_merge(cond, a, b, f'{path}[{i}]', scattered)
+                       for i, (a, b) in enumerate(zip(pt, pf))])
 
 
 # ---- the paper's Loop object ---------------------------------------------------------------

@@ -16,7 +16,7 @@ Nodes are the arrays and containers of a state tree, listed in pre-order, which 
 order for trees of the same structure.
 """
 
-from ._runtime import ArrayBase, ad_index, stash_copy
+from ._runtime import AD_RULES, ArrayBase, ad_index, ad_rule_of, stash_copy
 from .tree import assign, children, rebuild
 
 
@@ -105,7 +105,7 @@ def _settle(r, finals, homes):
             if o.index == f.index:
                 # (a scatter in the body gave the array's copy a node of its own: the
                 # array written in place takes it)
-                if ad_index(o) != ad_index(f):
+                if ad_index(o) != ad_index(f) and scattered_into(f):
                     o._assign(f)
                 return o
             if m:
@@ -122,6 +122,16 @@ def _settle(r, finals, homes):
         if m and assign(o, new):
             return o
     return rebuild(r, new)
+
+
+_SCATTER_RULES = ('scatter', 'scatter_add', 'scatter_minmax')
+
+
+def scattered_into(x):
+    """Whether array x's derivatives are those a scatter into it gave it (its node is
+    the scatter's)."""
+    n = ad_index(x)
+    return bool(n) and AD_RULES[ad_rule_of(n)] in _SCATTER_RULES
 
 
 def _is_node(x):

@@ -50,3 +50,41 @@ def test_scatters_in_branches_differentiate_only_the_lanes_that_took_them(mode):
     pbc.set_grad(x, Float64(d))
     np.testing.assert_allclose(pbc.forward_to(_scatters(x, mode)).numpy(), J @ d, rtol=1e-6,
                                atol=1e-9)
+
+
+@pbc.syntax
+def _nested(x0, x1, a, n, s, k, mode):
+    i = UInt32(0)
+    while pbc.hint(i < n, mode=mode, max_iterations=8):
+        i += 1
+        if pbc.hint(k > 3, mode=mode):
+            if pbc.hint(i == 1, mode=mode):
+                if pbc.hint(i + k > 4, mode=mode):
+                    x0 = pbc.sin(a)
+                elif pbc.hint(i == 2, mode=mode):
+                    if pbc.hint(s, mode=mode):
+                        x1 = a
+                        if pbc.hint(~s, mode=mode):
+                            x1 = pbc.cos(x1) * x1
+    return x0 + 2.0 * x1
+
+
+def test_branches_that_scatter_nothing_keep_their_arrays_derivatives():
+    # (Branches in a loop's body, whose working copies have nodes of their own: only a
+    # scatter's new node is the caller's array's.)
+    args = (UInt32([0, 1, 2, 3, 1, 2, 3]), S, K)
+    grads = {}
+    for mode in ('symbolic', 'evaluated'):
+        x0, x1, a = Float64(X), Float64(X[::-1]), Float64(0.4)
+        pbc.enable_grad(x0, x1, a)
+        pbc.backward(_nested(x0, x1, a, *args, mode) * Float64(W))
+        grads[mode] = [pbc.grad(v).numpy() for v in (x0, x1, a)]
+    with pbc.suspend_grad():
+        h = 1e-6
+        da = (_nested(Float64(X), Float64(X[::-1]), Float64(0.4 + h), *args, 'evaluated')
+              - _nested(Float64(X), Float64(X[::-1]), Float64(0.4 - h), *args, 'evaluated'))
+    want = np.dot(da.numpy() / (2 * h), W)
+    for mode in grads:
+        np.testing.assert_allclose(grads[mode][2], [want], rtol=1e-6)
+    for s, e in zip(grads['symbolic'], grads['evaluated']):
+        np.testing.assert_allclose(s, e, rtol=1e-12)

@@ -1,8 +1,9 @@
 """Derivatives through random control flow: hypothesis draws programs of float64 arithmetic
 over two differentiable variables and a differentiable parameter, in `while` loops (with
 `break` and `continue`), `if` statements, early `return`s, calls (pbc.switch over
-targets that also read the parameter) and, outside loops, scatters and scatter-adds into
-an array the result gathers from, written as plain Python under @pbc.syntax. Each
+targets that also read the parameter), scatters (outside loops) and scatter-adds (also in
+a loop's body) into an array the result gathers from, written as plain Python under
+@pbc.syntax. Each
 runs with its loops, conditionals and calls symbolic and evaluated, in forward mode and
 reverse mode (symbolic loops given max_iterations), and the derivatives must agree with
 each other and with central finite differences.
@@ -100,6 +101,8 @@ class Program:
                                   f'max_iterations={MAX_ITERATIONS}):')
                 self.emit(indent + 1, f'{c} += 1')
                 self.block(indent + 1, loops - 1, 3, counters + (c,), True)
+            elif in_loop and len(counters) == 1 and self.rng.random() < 0.4:
+                self.scatter(indent, counters)
             elif in_loop:
                 word = self.rng.choice(['break', 'continue'])
                 self.emit(indent, f'if pbc.hint({self.condition(counters)}, mode=mode):')
@@ -112,14 +115,16 @@ class Program:
             else:
                 self.emit(indent, f'x1 = {self.value()}')
 
-    def scatter(self, indent):
-        """A scatter of a differentiable value into `acc` (which the result gathers from),
-        outside loops: scatter-adds may collide, plain scatters write a permutation of
-        the lanes (so that no two write one entry: which would win is unspecified)."""
+    def scatter(self, indent, counters=()):
+        """A scatter of a differentiable value into `acc` (which the result gathers from):
+        scatter-adds may collide (in a loop, not nested, they are the only kind, at an
+        entry that may move with the iteration), plain scatters write a permutation of the
+        lanes (so that no two write one entry: which would win is unspecified)."""
         r = self.rng.randint(0, LANES - 1)
-        if self.rng.random() < 0.6:
+        if counters or self.rng.random() < 0.6:
+            step = f' + {counters[0]}' if counters and self.rng.random() < 0.5 else ''
             self.emit(indent, f'pbc.scatter_add(acc, {self.value()}, '
-                              f'(k * {self.rng.randint(0, 3)} + {r}) % {LANES})')
+                              f'(k * {self.rng.randint(0, 3)}{step} + {r}) % {LANES})')
         else:
             self.emit(indent, f'pbc.scatter(acc, {self.value()}, (k * 3 + {r}) % {LANES})')
 

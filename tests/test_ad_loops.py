@@ -322,6 +322,86 @@ def test_scatters_in_a_loop_that_carries_derivatives():
     assert image.numpy().tolist() == [3, 3]     # (the failed loop left it alone)
 
 
+LANE = UInt32(np.arange(7))
+STEPS = UInt32([1, 3, 0, 2, 4, 1, 2])
+
+
+@pbc.syntax
+def _film(x, a, film, mode):
+    """Scatter-adds into `film` in a loop's body, under the body's own conditional and
+    under an enclosing one (lane 6 never runs the loop's writes)."""
+    if pbc.hint(LANE != 6, mode=mode):
+        i = UInt32(0)
+        while pbc.hint(i < STEPS, mode=mode, max_iterations=4):
+            pbc.scatter_add(film, x * x + a, (LANE * 2 + i) % 7)
+            if pbc.hint(i == 1, mode=mode):
+                pbc.scatter_add(film, a, UInt32(3))
+            x = x * 1.5
+            i += 1
+    return x + pbc.gather(Float64, film, (LANE * 5 + 1) % 7)
+
+
+def _film_inputs(d=None):
+    d = np.zeros(9) if d is None else d
+    x = Float64(np.linspace(0.1, 0.7, 7) + d[:7])
+    a, p = Float64(0.3 + d[7]), Float64(0.5 + d[8])
+    return x, a, p
+
+
+def _run_film(mode, d=None):
+    x, a, p = _film_inputs(d)
+    return _film(x, a, p * pbc.arange(Float64, 7), mode)    # (film carries p's derivatives)
+
+
+@pytest.mark.parametrize('mode', ['symbolic', 'evaluated'])
+def test_scatter_adds_in_a_loop_body_differentiate(mode):
+    h = 1e-6
+    with pbc.suspend_grad():
+        J = np.stack([(_run_film('evaluated', h * e).numpy() -
+                       _run_film('evaluated', -h * e).numpy()) / (2 * h)
+                      for e in np.eye(9)], axis=1)
+    w = np.linspace(-1, 2, 7)
+    x, a, p = _film_inputs()
+    pbc.enable_grad(x, a, p)
+    pbc.backward(_film(x, a, p * pbc.arange(Float64, 7), mode) * Float64(w))
+    got = np.concatenate([pbc.grad(v).numpy() for v in (x, a, p)])
+    np.testing.assert_allclose(got, J.T @ w, rtol=1e-6, atol=1e-9)
+    d = np.linspace(0.5, 1.5, 9)
+    x, a, p = _film_inputs()
+    pbc.enable_grad(x, a, p)
+    for v, t in ((x, d[:7]), (a, d[7]), (p, d[8])):
+        pbc.set_grad(v, Float64(t))
+    y = pbc.forward_to(_film(x, a, p * pbc.arange(Float64, 7), mode))
+    np.testing.assert_allclose(y.numpy(), J @ d, rtol=1e-6, atol=1e-9)
+
+
+def test_scatter_adds_in_loops_not_supported_yet_are_clear_errors():
+    x = Float64(1.0, 2.0)
+    pbc.enable_grad(x)
+    film = Float64(np.zeros(2))
+
+    def inner(j, y):
+        pbc.scatter_add(film, y, UInt32(0, 1))
+        return j + 1, y
+
+    def nested(i, y):                       # (in a loop inside another loop's body)
+        pbc.while_loop((UInt32(0), y), lambda j, y: j < 2, inner, mode='symbolic')
+        return i + 1, y
+
+    with pytest.raises(RuntimeError, match='scatter inside a symbolic loop'):
+        pbc.while_loop((UInt32(0), Float64(x)), lambda i, y: i < 2, nested, mode='symbolic')
+
+    def reading(i, y):                      # (reads what it adds to, as no loop body may)
+        y = y + pbc.gather(Float64, film, UInt32(1, 0))
+        pbc.scatter_add(film, y, UInt32(0, 1))
+        return i + 1, y
+
+    with pytest.raises(RuntimeError, match='writes .scatters into. an array that it also '
+                       'reads'):
+        pbc.while_loop((UInt32(0), Float64(x)), lambda i, y: i < 2, reading,
+                       mode='symbolic')
+
+
 def test_a_condition_that_computes_with_arrays_carrying_derivatives():
     x, a = Float([1.0, 2.0]), Float(0.5)
     pbc.enable_grad(x, a)
@@ -435,3 +515,23 @@ def test_state_of_width_one_that_grows_and_gains_derivatives():
                             max_iterations=2)
     pbc.backward(acc)
     assert acc.numpy().tolist() == [1, 2, 3] and pbc.grad(a).numpy().tolist() == [12]
+
+
+@pbc.syntax
+def _aliased(x0, x1, mode):
+    i = UInt32(0)
+    while pbc.hint(i < 2, mode=mode, max_iterations=2):
+        i += 1
+        x1 = x0                                 # (two state variables, one array)
+        if pbc.hint(i == 0, mode=mode):
+            x1 = x1 * 0.5
+    return x0 + 2.0 * x1
+
+
+@pytest.mark.parametrize('mode', ['symbolic', 'evaluated'])
+def test_the_callers_arrays_keep_their_derivatives_through_aliased_state(mode):
+    x0, x1 = Float64(0.1, 0.2), Float64(1.0, 1.0)
+    pbc.enable_grad(x0, x1)
+    pbc.backward(_aliased(x0, x1, mode))
+    assert pbc.grad(x0).numpy().tolist() == [3, 3]
+    assert pbc.grad(x1).numpy().tolist() == [0, 0]

@@ -421,6 +421,26 @@ def test_scatter_into_loop_state_is_an_error():
     assert arr.numpy().tolist() == [5, 5, 0]
 
 
+@pytest.mark.parametrize('source', ['zeros', 'expression', 'data'])
+def test_a_loop_body_that_reads_and_then_writes_an_array_is_an_error(source):
+    # Its reads of later iterations would not see the writes of earlier ones: so also for
+    # an array that is a literal or an expression, which the read takes as a value.
+    table = {'zeros': lambda: pbc.zeros(Float, 2), 'expression': lambda: Float(1, 2) * 3.0,
+             'data': lambda: Float(np.zeros(2, np.float32))}[source]()
+
+    def body(i, y):
+        y = y + pbc.gather(Float, table, UInt32(1, 0))
+        pbc.scatter_add(table, Float(1.0, 2.0), UInt32(0, 1))
+        return i + 1, y
+
+    with pytest.raises(RuntimeError, match='also reads with a gather'):
+        pbc.while_loop((UInt32(0), Float(0, 0)), lambda i, y: i < 3, body, mode='symbolic')
+    _, y = pbc.while_loop((UInt32(0), Float(0, 0)), lambda i, y: i < 3, body,
+                          mode='evaluated')
+    start = {'zeros': [0, 0], 'expression': [3, 6], 'data': [0, 0]}[source]
+    assert y.numpy().tolist() == [3 * start[1] + 6, 3 * start[0] + 3]
+
+
 # ---- Dr.Jit's error types, labels and conditions ----------------------------------------------
 @pytest.mark.parametrize('mode', MODES)
 @pytest.mark.parametrize('where', ['cond', 'body'])

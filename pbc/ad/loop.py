@@ -30,6 +30,7 @@ import os
 import sys
 
 from .. import _runtime, tree
+from . import propagate
 from .local import (
     Closures,
     enable,
@@ -85,18 +86,31 @@ def symbolic_loop(state, cond, body, record, max_iterations):
             diff |= more.args[0]
     else:
         raise RuntimeError('pbc: internal error: the derivatives of a loop do not settle')
-    sources = list(dict.fromkeys([n for n in inputs if n] + primal.implicit))
+    # The arrays it scatter-adds into (closure arrays: the same objects when the body runs
+    # again), and the nodes they had before: their new values are the loop's results too.
+    targets = list(primal.targets.values())
+    before = [_runtime.ad_index(t) for t in targets]
+    sources = list(dict.fromkeys([n for n in inputs if n] + primal.implicit +
+                                 [n for n in before if n]))
     outs = tree.flatten(result)[0]
     # Results without a node are the loop's (a result that is the caller's own array, as
     # the body left it, keeps its derivatives).
     linked = [i for i, a in enumerate(outs) if is_float(a) and _runtime.ad_index(a) == 0]
-    if not sources or not linked:
+    if not sources or not (linked or targets):
         return result
     op = LoopOp(cond, body, len(state), build, [_runtime.ad_detached(a) for a in held],
                 max(len(a) for a in outs), inputs, primal.implicit, max_iterations,
                 _user_site(), Closures(cond, body))
-    weak = _runtime.ad_custom(op, sources, [outs[i] for i in linked])
+    if targets:
+        # (the lanes its scatters wrote: also those an enclosing conditional, or an early
+        # return, left on; the derivative loops run outside it)
+        op.mask = _runtime.mask_top(_runtime.class_for(outs[0] if outs else held[0], 'bool'))
+    for t in targets:
+        _runtime.ad_disable(t)          # (its node is a source: the op's reference holds it)
+    weak = _runtime.ad_custom(op, sources, [outs[i] for i in linked] + targets)
     op.outputs = dict(zip(linked, weak))
+    op.targets = {id(t): (n, w, type(t), len(t))
+                  for t, n, w in zip(targets, before, weak[len(linked):])}
     return result
 
 
@@ -140,14 +154,39 @@ class _LocalBody:
 
     def run(self, state, extra=None):
         scope = self.scope()
+        self.scatters = []              # (target, value, index, active) met in the body
+        _running.append(self)
         try:
             leaves = tree.flatten(state)[0]
             enable(leaves, self.diff)
             self.seed(leaves, extra)
-            new = _as_state(run_body(self.body, state, self.effects), self.size)
+            try:
+                new = _as_state(run_body(self.body, state, self.effects), self.size)
+            finally:
+                _running.pop()
             return self.done(leaves, new, scope.serial)
         finally:
             _runtime.ad_scope_pop()
+
+
+_running = []           # the _LocalBody instances running, innermost last
+
+
+def _scatter_hook(target, value, index, active, reduce, primal):
+    """A scatter whose target or value carries derivatives, inside symbolic code (see
+    _runtime.set_symbolic_scatter_hook): in a loop's body (not a call's target), a
+    scatter-add into an array from outside the loop is noted by the body running, whose
+    loop's derivatives take it into account. Returns whether that is so."""
+    # (not yet in a loop or call inside another loop's body: the enclosing loop would
+    # have to carry the array's derivatives out as well)
+    if reduce != 1 or not _running or propagate.in_body() is None or \
+            _runtime.recording_depth() > 1:
+        return False
+    _running[-1].scatters.append((target, value, index, active))
+    return True
+
+
+_runtime.set_symbolic_scatter_hook(_scatter_hook)
 
 
 def _as_state(new, size):
@@ -163,7 +202,7 @@ class _PrimalBody(_LocalBody):
 
     def __init__(self, body, size, diff):
         super().__init__(body, size, diff)
-        self.implicit = []
+        self.implicit, self.targets = [], {}
 
     def __call__(self, *state):
         return self.run(state)
@@ -175,6 +214,13 @@ class _PrimalBody(_LocalBody):
         if more:
             raise _MoreState(more)
         self.implicit = leave_scope(out, nodes, since)
+        # (a value from outside scatter-added as it is: an implicit input too)
+        values = {_runtime.ad_index(v) for _, v, _, _ in self.scatters if is_float(v)}
+        self.implicit = sorted(set(self.implicit) | {
+            n for n in values if n and _runtime.ad_serial_of(n) < since})
+        # (the body cannot read them: the runtime refuses reads and writes of one array
+        # in a loop's body)
+        self.targets = {id(t): t for t, _, _, _ in self.scatters}
         return new
 
 
@@ -205,6 +251,12 @@ class _TangentBody(_LocalBody):
         traverse(self.seeds, False, False, ADFlag.ClearNone, since=since)
         out, build = tree.flatten(new)
         tangents = [tangent_or_zero(out[i], since, self.seeds) for i in self.diff]
+        # (the loop's scatter-adds, of the values' tangents into the targets')
+        for target, value, index, active in self.scatters:
+            into = self.op.tangent_targets.get(id(target))
+            if into is not None and is_float(value):
+                _runtime.scatter(into, tangent_or_zero(value, since, self.seeds), index,
+                                 self.op.lanes(active), 1)
         return build([_runtime.ad_detached(a) for a in out]), tangents
 
 
@@ -223,6 +275,15 @@ class LoopOp:
         self.implicit = implicit        # nodes of what the body reads besides its state
         self.max_iterations, self.site = max_iterations, site
         self.outputs = {}               # state index -> (node, serial) of its result
+        # id of an array the body scatter-adds into -> (its node before the loop, (node,
+        # serial) of its value after, its type, its width)
+        self.targets = {}
+        self.mask = None                # the lanes an enclosing conditional left on
+        self.tangent_targets = {}       # (forward mode, while recording: their tangents)
+
+    def lanes(self, active):
+        """A scatter's lanes, `active` in a derivative loop, as the loop itself wrote them."""
+        return active if self.mask is None else self.mask & active
 
     def _propagate(self, backward):
         if not backward:
@@ -231,7 +292,10 @@ class LoopOp:
         grads = {i: _runtime.ad_grad(n) for i, (n, s) in self.outputs.items()
                  if _runtime.ad_alive(n, s)}
         grads = {i: g for i, g in grads.items() if g is not None}
-        if not grads:
+        scattered = {k: _runtime.ad_grad(n) for k, (_, (n, s), _, _) in self.targets.items()
+                     if _runtime.ad_alive(n, s)}
+        scattered = {k: g for k, g in scattered.items() if g is not None}
+        if not grads and not scattered:
             return False
         if not self.max_iterations or self.max_iterations < 1:
             raise NotImplementedError(
@@ -240,7 +304,7 @@ class LoopOp:
                 'an upper bound on its iterations (pbc.hint(cond, max_iterations=N), or '
                 "while_loop(..., max_iterations=N)) to store them, run it in evaluated mode "
                 "(pbc.hint(cond, mode='evaluated')), or compute forward-mode derivatives")
-        _reverse(self, grads)
+        _reverse(self, grads, scattered)
         return True
 
     def _forward(self):
@@ -253,15 +317,30 @@ class LoopOp:
             tangents.append(g if g is not None else
                             _runtime.literal(type(self.values[i]), 0, 1))
         body = _TangentBody(self, diff)
+        # The tangents of the arrays the body scatter-adds into: theirs before the loop,
+        # to which the tangent loop adds those of the values.
+        self.tangent_targets = {}
+        for k, (before, (n, s), T, width) in self.targets.items():
+            if _runtime.ad_alive(n, s):
+                t = _runtime.ad_grad(before) if before else None
+                t = T(t) if t is not None and len(t) == width else \
+                    _runtime.literal(T, 0, width) + (0 if t is None else t)
+                _runtime.make_opaque(t)
+                self.tangent_targets[k] = t
         # (this loop needs no node: its body makes its own)
-        with suspend_grad(), self.closures:
-            _, final = while_loop((self.build(list(self.values)), tangents),
-                                  lambda x, t: self.cond(*x), body, mode='symbolic',
-                                  labels=('state', 'tangents'))
+        try:
+            with suspend_grad(), self.closures:
+                _, final = while_loop((self.build(list(self.values)), tangents),
+                                      lambda x, t: self.cond(*x), body, mode='symbolic',
+                                      labels=('state', 'tangents'))
+        finally:
+            scattered, self.tangent_targets = self.tangent_targets, {}
         for k, i in enumerate(diff):
             node, serial = self.outputs.get(i, (0, 0))
             if node and _runtime.ad_alive(node, serial):
                 accumulate(node, final[k])
+        for k, t in scattered.items():
+            accumulate(self.targets[k][1][0], t)
 
 
 class _AdjointBody(_LocalBody):
@@ -273,9 +352,10 @@ class _AdjointBody(_LocalBody):
 
     effects = False
 
-    def __init__(self, op, diff, trajectory, width):
+    def __init__(self, op, diff, trajectory, width, scattered):
         super().__init__(op.body, op.size, diff)
         self.op, self.trajectory, self.width = op, trajectory, width
+        self.scattered = scattered      # gradients of the arrays it scatter-adds into
 
     def scope(self):
         return local_scope(inherit=False)
@@ -293,14 +373,22 @@ class _AdjointBody(_LocalBody):
 
     def done(self, leaves, new, since):
         out = tree.flatten(new)[0]
-        propagate_back([out[i] for i in self.diff], self.grads, since)
+        results, grads = [out[i] for i in self.diff], list(self.grads)
+        # (a value scatter-added into an array: the array's gradient at its entries)
+        for target, value, index, active in self.scatters:
+            g = self.scattered.get(id(target))
+            if g is not None and is_float(value):
+                results.append(value)
+                grads.append(_runtime.gather(type(g), g, index, self.op.lanes(active)))
+        propagate_back(results, grads, since)
         return [grad_or_zero(leaves[i], since) for i in self.diff]
 
 
-def _reverse(op, grads):
-    """Reverse mode through loop `op` (gradients `grads` of its results, by state index):
-    the loop runs again, storing its state at every iteration (at most max_iterations), then
-    a loop runs its body backwards over the stored states (_AdjointBody)."""
+def _reverse(op, grads, scattered):
+    """Reverse mode through loop `op` (gradients `grads` of its results, by state index,
+    and `scattered` of the arrays it scatter-adds into, by id): the loop runs again,
+    storing its state at every iteration (at most max_iterations), then a loop runs its
+    body backwards over the stored states (_AdjointBody)."""
     from ..control import while_loop
     from ..reductions import any as any_lane
     from ..routines import arange, scatter, zeros
@@ -333,7 +421,7 @@ def _reverse(op, grads):
             raise RuntimeError(
                 f'pbc: reverse-mode derivatives through the symbolic loop at {op.site}: it '
                 f'runs more than max_iterations={n} iterations on some lanes')
-        body = _AdjointBody(op, diff, trajectory, width)
+        body = _AdjointBody(op, diff, trajectory, width, scattered)
         # (the implicit inputs' gradients leave the loop through their sinks, and the
         # traversal in progress goes on from them)
         with caller_resumes():
@@ -341,3 +429,7 @@ def _reverse(op, grads):
     for i, g in zip(diff, out):
         if op.inputs[i]:
             accumulate(op.inputs[i], g)
+    for k, g in scattered.items():                # (a scatter-add passes it on as it is)
+        before = op.targets[k][0]
+        if before:
+            accumulate(before, g)

@@ -117,6 +117,8 @@ def accumulate(node, g, wide=False, defer=False):
         return
     old = _runtime.ad_grad(node)
     size = _runtime.ad_size(node)
+    # (while code is recorded, it is a body's: a custom op's propagation there too)
+    wide = wide or bool(_runtime.recording_depth())
     if isinstance(g, rules.Scattered):
         g = g.value(size)
     if size == 1 and old is not None and len(old) > 1 and not wide:
