@@ -158,7 +158,7 @@ cdef void own_target(ArrayBase target) except *:
         target._index = fresh
 
 REDUCE_ALLOW = {0: 7, 1: 6, 2: 6, 3: 6, 4: 6, 5: 3, 6: 3, 7: 6}    # kinds, as OP_ALLOW
-cdef int REDUCE_ADD_LOCAL = 7
+cdef int REDUCE_ADD_LOCAL = REDUCE_NAMES.index('add_local')
 cdef dict pending_reduce = {}      # dirty target id -> reduction of its queued scatters
 
 cdef void scatter_obj(ArrayBase target, object value, object index, object active,

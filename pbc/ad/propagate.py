@@ -145,7 +145,7 @@ def accumulate(node, g, wide=False, defer=False):
                 g = _total(g)
             _runtime.ad_set_grad(node, g if old is None else old + g)
             return
-        g = _runtime.reduce(g, 'sum') if size == 1 else rules.widen(g, size)
+        g = _total(g) if size == 1 else rules.widen(g, size)
     _runtime.ad_set_grad(node, g if old is None else old + g)
 
 
@@ -245,7 +245,7 @@ def traverse(starts, backward, toward_inputs, flags, since=0):
 
 
 def _sum_lanes(nodes):
-    """Width-1 nodes whose gradient a backward traversal left wide (accumulate: `wide`)
+    """Width-1 nodes whose gradient a backward traversal left wide (accumulate: `defer`)
     get its sum over the lanes. Their kernels evaluate together, rather than one by one
     as each rule's contribution arrived: an evaluated call's targets each give their
     parameters' gradients, one kernel per target, which then compile and launch as one
@@ -255,7 +255,7 @@ def _sum_lanes(nodes):
     if wide:
         evaluate.eval(*[g for _, g in wide])
         for n, g in wide:
-            _runtime.ad_set_grad(n, _runtime.reduce(g, 'sum'))
+            _runtime.ad_set_grad(n, _total(g))
 
 
 def _fed(order, inside, backward):
