@@ -78,3 +78,17 @@ def test_a_target_that_holds_no_whole_copies_is_an_error():
     with pytest.raises(ValueError, match='does not hold copies of 4'):
         _runtime.scatter_add_local(Float(np.zeros(6, np.float32)), Float(1.0), UInt32(0),
                                    True, 4)
+
+
+@pytest.mark.parametrize('T', [Float, Float64])
+def test_lanes_that_add_nothing_leave_every_entry_as_it_was(T):
+    # Masked-off and out-of-range lanes must not touch any entry, not even turn a -0.0
+    # into +0.0 (they add the neutral element, -0.0, into entry 0 of their copy).
+    size, n = 3, 1000
+    copies = _runtime.thread_count()
+    buffer = T(np.full(size * copies, -0.0, T.Type))
+    index = UInt32(np.where(np.arange(n) % 2 == 0, 0, size + 1).astype(np.uint32))
+    _runtime.scatter_add_local(buffer, T(np.ones(n, T.Type)), index, Bool(np.zeros(n, bool)),
+                               size)
+    _runtime.scatter_add_local(buffer, T(np.ones(n, T.Type)), UInt32(size + 1), True, size)
+    assert np.all(np.signbit(buffer.numpy()))

@@ -606,21 +606,23 @@ class _Renderer:
         if self.k.instrs[index_reg].op == 'literal':         # (one entry for all lanes)
             self._add_into_one(r, m, vt, value, atomic=False)
             return
-        # (unrolled: lane j's pointer and value are extracted at a constant position, which
-        # a loop over the lanes would do through memory)
-        lbl = r[1:]
+        # Branch-free: an inactive lane adds the neutral element (-0.0, which leaves every
+        # float as it is, +0.0 included; 0) into entry 0 of the thread's copy, a valid
+        # address. Unrolled, so that lane j's pointer and value are extracted at a
+        # constant position (a loop over the lanes would go through memory).
+        neutral = self.splat(m, '-0.0') if add == 'fadd' else 'zeroinitializer'
+        b = self.body
+        b.append(f'  {r}.b0 = getelementptr {m}, ptr %p{self.k.instrs[ptr_reg].slot}, '
+                 f'i32 {r}.off')
+        self.splat_to(f'{r}.own', 'ptr', f'{r}.b0')
+        b += [f'  {r}.ps = select {self.masks} {r}.m, {P} {r}.p, {P} {r}.own',
+              f'  {r}.vs = select {self.masks} {r}.m, {V} {value}, {V} {neutral}']
         for j in range(self.W):
-            self.body += [
-                f'  {r}.on{j} = extractelement {self.masks} {r}.m, i32 {j}',
-                f'  br i1 {r}.on{j}, label %{lbl}.do{j}, label %{lbl}.next{j}',
-                f'{lbl}.do{j}:',
-                f'  {r}.at{j} = extractelement {P} {r}.p, i32 {j}',
-                f'  {r}.v{j} = extractelement {V} {value}, i32 {j}',
-                f'  {r}.o{j} = load {m}, ptr {r}.at{j}, align {BYTES[m]}',
-                f'  {r}.n{j} = {add} {m} {r}.o{j}, {r}.v{j}',
-                f'  store {m} {r}.n{j}, ptr {r}.at{j}, align {BYTES[m]}',
-                f'  br label %{lbl}.next{j}', f'{lbl}.next{j}:']
-        self.block = f'{lbl}.next{self.W - 1}'
+            b += [f'  {r}.at{j} = extractelement {P} {r}.ps, i32 {j}',
+                  f'  {r}.v{j} = extractelement {V} {r}.vs, i32 {j}',
+                  f'  {r}.o{j} = load {m}, ptr {r}.at{j}, align {BYTES[m]}',
+                  f'  {r}.n{j} = {add} {m} {r}.o{j}, {r}.v{j}',
+                  f'  store {m} {r}.n{j}, ptr {r}.at{j}, align {BYTES[m]}']
 
     @staticmethod
     def _cas_multiply(r, m):
