@@ -1,6 +1,7 @@
 """Derivatives through symbolic loops: forward mode against evaluated loops and central
 finite differences (float64), for derivatives of the state and of arrays the body reads
-from outside it; the derivative as one kernel; reverse mode's error naming the loop."""
+from outside it; the derivative as one kernel; reverse mode (max_iterations), also
+through loops nested in others, and its errors naming the loop."""
 
 import inspect
 
@@ -212,14 +213,67 @@ def test_reverse_mode_runs_two_kernels_and_checks_the_bound():
         pbc.backward(y)
 
 
-def test_reverse_mode_through_nested_symbolic_loops_is_not_supported_yet():
-    x, a = Float64([0.1, 0.5, 2.0]), Float64(0.8)
-    pbc.enable_grad(x, a)
-    y = _nested(x, a, 'symbolic', most=4)
-    line = inspect.getsourcelines(_nested)[1] + 5     # (the decorator's line + 5: the inner)
-    with pytest.raises(RuntimeError, match=rf'test_ad_loops.py:{line}, inside the body '
-                                           'of another symbolic loop'):
-        pbc.backward(y)
+@pbc.syntax
+def _three_deep(x, a, mode):
+    """Loops three deep: the inner ones read state of the enclosing bodies (z, y), values
+    those bodies compute from the inputs (z), and the inputs themselves (a, x)."""
+    i, y = UInt32(0), Float64(1.0)
+    while pbc.hint(i < 3, mode=mode, max_iterations=3):
+        z = x * a + pbc.sin(y)
+        j = UInt32(0)
+        while pbc.hint(j < i + 1, mode=mode, max_iterations=3):
+            y = y * z + a * 0.1
+            k = UInt32(0)
+            while pbc.hint(k < 2, mode=mode, max_iterations=2):
+                y = y + pbc.cos(y * x) * 0.2
+                k += 1
+            j += 1
+        i += 1
+    return y
+
+
+@pytest.mark.parametrize('fn', ['nested', 'three deep'])
+def test_reverse_mode_through_nested_symbolic_loops(fn):
+    fn = (lambda x, a, mode: _nested(x, a, mode, most=4)) if fn == 'nested' else _three_deep
+    x0, a0, w = np.array([0.1, 0.5, 0.9]), 0.8, np.array([1.0, -2.0, 0.5])
+    grads = {}
+    for mode in MODES:
+        x, a = Float64(x0), Float64(a0)
+        pbc.enable_grad(x, a)
+        pbc.backward(fn(x, a, mode) * Float64(w))
+        grads[mode] = [pbc.grad(x).numpy(), pbc.grad(a).numpy()]
+    for g, e in zip(grads['symbolic'], grads['evaluated']):
+        np.testing.assert_allclose(g, e, rtol=1e-12)
+    with pbc.suspend_grad():
+        dx = _finite_difference(lambda x: fn(x, Float64(a0), 'evaluated'), [x0],
+                                [np.ones(3)])
+        da = _finite_difference(lambda a: fn(Float64(x0), a, 'evaluated'), [a0], [1.0])
+    np.testing.assert_allclose(grads['symbolic'][0], dx * w, rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(grads['symbolic'][1], [np.dot(da, w)], rtol=1e-6)
+
+
+def test_reverse_mode_through_a_nested_loop_that_runs_too_long_is_nan_and_reported(capsys):
+    # (the bound of an inner loop is known to be exceeded only once the kernel runs)
+    @pbc.syntax
+    def power(x, n):
+        i, y = UInt32(0), Float64(1.0)
+        while pbc.hint(i < 2, max_iterations=2):
+            j = UInt32(0)
+            while pbc.hint(j < n, max_iterations=3):
+                y = y * x
+                j += 1
+            i += 1
+        return y
+
+    x = Float64([0.3, 0.5, 0.7])
+    pbc.enable_grad(x)
+    pbc.backward(power(x, UInt32([1, 3, 4])))
+    g = pbc.grad(x).numpy()
+    np.testing.assert_allclose(g[:2], [2 * 0.3, 6 * 0.5 ** 5], rtol=1e-12)
+    assert np.isnan(g[2])
+    line = inspect.getsourcelines(power)[1] + 5     # (the decorator's line + 5: the inner)
+    assert f'test_ad_loops.py:{line}: it runs more than max_iterations=3 iterations on ' \
+        'some lanes ([2, 2]): their derivatives are NaN' in capsys.readouterr().err
 
 
 def test_reverse_mode_with_state_changed_in_place_and_break():

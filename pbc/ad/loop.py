@@ -345,28 +345,28 @@ class LoopOp:
 
 class _AdjointBody(_LocalBody):
     """One step of a loop's reverse-mode derivative, run backwards: (k, gradients of the
-    state) -> the same one iteration earlier. It reads iteration k - 1's state from the
-    stored trajectory, runs the body on it, and a backward traversal inside the body from
-    the new state (holding the gradients) gives those of the state before; the implicit
-    inputs' gradients gather in sinks (propagate._Body). Side effects are the loop's."""
+    state, gradients gathered so far) -> the same one iteration earlier. It reads iteration
+    k - 1's state from the stored trajectory, runs the body on it, and a backward traversal
+    inside the body from the new state (holding the gradients) gives those of the state
+    before. The implicit inputs' gradients gather in sinks (propagate._Body), but those of
+    the implicit inputs made in an enclosing body being recorded (`local`: the loop is
+    nested), which gather in the loop's state. Side effects are the loop's."""
 
     effects = False
 
-    def __init__(self, op, diff, trajectory, width, scattered):
+    def __init__(self, op, diff, states, scattered, local):
         super().__init__(op.body, op.size, diff)
-        self.op, self.trajectory, self.width = op, trajectory, width
+        self.op, self.states, self.local = op, states, local
         self.scattered = scattered      # gradients of the arrays it scatter-adds into
 
     def scope(self):
         return local_scope(inherit=False)
 
-    def __call__(self, k, grads):
-        from ..routines import arange, gather
+    def __call__(self, k, grads, gathered):
         k = k - 1
-        UInt32 = type(k)
-        at = k * self.width + arange(UInt32, self.width)
-        state = self.op.build([gather(type(b), b, at) for b in self.trajectory])
-        return k, self.run(state, grads)
+        state = self.op.build(self.states.read(k))
+        grads, more = self.run(state, grads)
+        return k, grads, [a + b for a, b in zip(gathered, more)]
 
     def seed(self, leaves, grads):
         self.grads = grads
@@ -380,55 +380,123 @@ class _AdjointBody(_LocalBody):
             if g is not None and is_float(value):
                 results.append(value)
                 grads.append(_runtime.gather(type(g), g, index, self.op.lanes(active)))
+        body = propagate.in_body()
+        body.collect = dict.fromkeys(self.local)
         propagate_back(results, grads, since)
-        return [grad_or_zero(leaves[i], since) for i in self.diff]
+        gathered = [g if g is not None else _runtime.literal(_runtime.ad_class(n), 0, 1)
+                    for n, g in body.collect.items()]
+        return [grad_or_zero(leaves[i], since) for i in self.diff], gathered
+
+
+class _StatesInMemory:
+    """A loop's states, iteration by iteration, in arrays of `n` rows of the loop's width
+    (scatters and gathers: the loop that writes them is a kernel of its own)."""
+
+    def __init__(self, values, width, n):
+        from ..routines import arange, zeros
+        self.rows = [zeros(type(a), n * width) for a in values]
+        self.width, self.lanes = width, arange(_runtime.class_for(values[0], 'uint32'), width)
+
+    def kept(self):
+        return []
+
+    def keep(self, kept):
+        pass
+
+    def write(self, leaves, k):
+        from ..routines import scatter
+        for row, a in zip(self.rows, leaves):
+            scatter(row, a, k * self.width + self.lanes)
+
+    def read(self, k):
+        from ..routines import gather
+        return [gather(type(row), row, k * self.width + self.lanes) for row in self.rows]
+
+
+class _StatesInLanes:
+    """A nested loop's states, iteration by iteration, each lane's in `n` values of its
+    own (pbc.Local: state of the loop that writes them, and read in the same kernel). An
+    access selects among the n entries: meant for short inner loops."""
+
+    def __init__(self, values, n):
+        from ..local import Local
+        self.entries = [Local(dtype=type(a), size=n, value=a) for a in values]
+
+    def kept(self):
+        return self.entries
+
+    def keep(self, kept):
+        self.entries = list(kept)
+
+    def write(self, leaves, k):
+        for e, a in zip(self.entries, leaves):
+            e.write(a, k)
+
+    def read(self, k):
+        return [e.read(k) for e in self.entries]
 
 
 def _reverse(op, grads, scattered):
     """Reverse mode through loop `op` (gradients `grads` of its results, by state index,
     and `scattered` of the arrays it scatter-adds into, by id): the loop runs again,
     storing its state at every iteration (at most max_iterations), then a loop runs its
-    body backwards over the stored states (_AdjointBody)."""
+    body backwards over the stored states (_AdjointBody). Inside the body of another
+    symbolic loop being recorded, both are code of that body: the states are kept in the
+    lanes, and the gradients of the implicit inputs made in that body are loop state."""
     from ..control import while_loop
+    from ..device_print import print as device_print
     from ..reductions import any as any_lane
-    from ..routines import arange, scatter, zeros
+    from ..routines import select
     from .scopes import suspend_grad
     values, width, n = op.values, op.width, op.max_iterations
-    if _runtime.recording_depth():
-        # (its stored states would be written and read back inside one kernel)
+    enclosing = propagate.in_body()
+    if _runtime.recording_depth() and enclosing is None:
         raise NotImplementedError(
             f'pbc: reverse-mode derivatives through the symbolic loop at {op.site}, inside '
-            'the body of another symbolic loop (or a symbolic call\'s target), are not '
-            'supported yet: run the enclosing loop or call in evaluated mode '
-            "(pbc.hint(cond, mode='evaluated'), mode='evaluated')")
+            'symbolic code other than a loop\'s body or a call\'s target, are not supported')
     diff = [i for i, a in enumerate(values) if is_float(a)]
     UInt32 = _runtime.class_for(values[0], 'uint32')
-    trajectory = [zeros(type(a), n * width) for a in values]
-    lanes = arange(UInt32, width)
+    states = _StatesInMemory(values, width, n) if enclosing is None else \
+        _StatesInLanes(values, n)
+    local = [] if enclosing is None else \
+        [m for m in op.implicit if _runtime.ad_serial_of(m) >= enclosing.serial]
 
-    def store(x, k):
-        at = k * width + lanes
-        for b, a in zip(trajectory, tree.flatten(x)[0]):
-            scatter(b, a, at)
-        return _as_state(run_body(op.body, x, False), op.size), k + 1
+    def store(x, k, kept):
+        states.keep(kept)
+        states.write(tree.flatten(x)[0], k)
+        return _as_state(run_body(op.body, x, False), op.size), k + 1, states.kept()
 
     seeds = [grads[i] if i in grads else _runtime.literal(type(values[i]), 0, 1)
              for i in diff]
     with op.closures, suspend_grad():
-        x, k = while_loop((op.build(list(values)), UInt32(0)),
-                          lambda x, k: op.cond(*x) & (k < n), store, mode='symbolic')
-        if any_lane(op.cond(*x) & (k >= n))[0]:
-            raise RuntimeError(
-                f'pbc: reverse-mode derivatives through the symbolic loop at {op.site}: it '
-                f'runs more than max_iterations={n} iterations on some lanes')
-        body = _AdjointBody(op, diff, trajectory, width, scattered)
+        x, k, kept = while_loop((op.build(list(values)), UInt32(0), states.kept()),
+                                lambda x, k, kept: op.cond(*x) & (k < n), store,
+                                mode='symbolic')
+        states.keep(kept)
+        over = op.cond(*x) & (k >= n)
+        message = (f'pbc: reverse-mode derivatives through the symbolic loop at {op.site}: '
+                   f'it runs more than max_iterations={n} iterations on some lanes')
+        if enclosing is None:
+            if any_lane(over)[0]:
+                raise RuntimeError(message)
+        else:
+            # (known only once the kernel runs: those lanes' derivatives are NaN, and the
+            # kernel reports them)
+            device_print(message + ' ({thread_id}): their derivatives are NaN', active=over,
+                         file=sys.stderr)
+            seeds = [select(over, float('nan'), s) for s in seeds]
+        body = _AdjointBody(op, diff, states, scattered, local)
+        zero = [_runtime.literal(_runtime.ad_class(m), 0, 1) for m in local]
         # (the implicit inputs' gradients leave the loop through their sinks, and the
         # traversal in progress goes on from them)
         with caller_resumes():
-            _, out = while_loop((k, seeds), lambda k, g: k > 0, body, mode='symbolic')
+            _, out, gathered = while_loop((k, seeds, zero), lambda k, g, h: k > 0, body,
+                                          mode='symbolic')
     for i, g in zip(diff, out):
         if op.inputs[i]:
             accumulate(op.inputs[i], g)
+    for m, g in zip(local, gathered):
+        accumulate(m, g)
     for k, g in scattered.items():                # (a scatter-add passes it on as it is)
         before = op.targets[k][0]
         if before:

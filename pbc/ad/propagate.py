@@ -33,6 +33,9 @@ class _Body:
     def __init__(self, depth, resume):
         self.depth, self.serial, self.sinks = depth, _runtime.ad_serial_now(), {}
         self.resume = resume
+        # node -> its gradient so far: nodes whose contributions the code recording the
+        # body gathers itself (a nested loop's derivative, as loop state), not in sinks
+        self.collect = {}
 
 
 _bodies = []            # the symbolic loop bodies being recorded, innermost last
@@ -90,7 +93,8 @@ def body_leave():
 
 
 def in_body():
-    """The innermost recording is a symbolic loop's body (not a call's): the _Body."""
+    """The _Body of the innermost recording, where that is a symbolic loop's body or a
+    symbolic call's target (None elsewhere)."""
     depth = _runtime.recording_depth()
     return _bodies[-1] if depth and _bodies and _bodies[-1].depth == depth else None
 
@@ -113,7 +117,11 @@ def accumulate(node, g, wide=False, defer=False):
         # (the outermost body the node is outside of: its sink is read once that loop is
         # recorded, outside every loop that wrote it)
         serial = _runtime.ad_serial_of(node)
-        _into_sink(next(b for b in _bodies if serial < b.serial), node, g)
+        body = next(b for b in _bodies if serial < b.serial)
+        if node in body.collect:
+            _collect(body, node, g)
+        else:
+            _into_sink(body, node, g)
         return
     old = _runtime.ad_grad(node)
     size = _runtime.ad_size(node)
@@ -147,6 +155,18 @@ def accumulate(node, g, wide=False, defer=False):
             return
         g = _total(g) if size == 1 else rules.widen(g, size)
     _runtime.ad_set_grad(node, g if old is None else old + g)
+
+
+def _collect(body, node, g):
+    """Adds contribution g, made inside `body`, to what it gathers for `node` itself."""
+    if isinstance(g, rules.Scattered):
+        # (a gather from an array made in the enclosing body: not in one kernel)
+        raise NotImplementedError(
+            'pbc: reverse-mode derivatives of a gather, inside a symbolic loop nested in '
+            'another, from an array computed in the enclosing loop, are not supported')
+    g = _as(rules.value(g), node)
+    old = body.collect[node]
+    body.collect[node] = g if old is None else old + g
 
 
 def _into_sink(body, node, g):
