@@ -160,51 +160,76 @@ def dispatch_rows():
             row(f'  {mode:<9} same gradients (sum)', f"{p['checksum']:.6g} / {d['checksum']:.6g}")
 
 
-PRB_LANES, PRB_STEPS, PRB_TEXELS = 1_000_000, 16, 1024
+PRB_LANES, PRB_STEPS, PRB_TEXELS, PRB_MATERIALS = 1_000_000, 16, 1024, 4
 
 
-def prb_child(variant):
-    """The PRB toy's figures, run the `variant` way ('megakernel' or 'wavefront')."""
+def prb_child(variant, kind):
+    """The PRB toy's figures, run the `variant` way ('megakernel' or 'wavefront'); `kind`
+    'method': each step evaluates a material's method (a call over PRB_MATERIALS
+    instances, each scaling a texel of its own differentiable texture); 'texture': each
+    step reads a texel of one differentiable texture, no call."""
     import numpy as np
 
     import pbc
-    from pbc.llvm import Float, UInt32
+    from pbc.llvm import Float, Ptr, UInt32
 
-    def texel(table, i, lane):
-        return pbc.gather(Float, table, (lane * 2654435761 + i * 40503) % PRB_TEXELS)
+    def texel_index(i, lane):
+        return (lane * 2654435761 + i * 40503) % PRB_TEXELS
+
+    class Material(pbc.Object):
+        def __init__(self, texels, scale):
+            super().__init__()
+            self.texels, self.scale = texels, scale
+
+        def eval(self, i, lane):
+            return pbc.gather(Float, self.texels, texel_index(i, lane)) * self.scale
+
+    mode = 'symbolic' if variant == 'megakernel' else 'evaluated'
+    if kind == 'method':
+        def value(params, i, lane, ptrs):
+            return ptrs.eval(i, lane, mode=mode)
+    else:
+        def value(params, i, lane, ptrs):
+            return pbc.gather(Float, params[0], texel_index(i, lane))
 
     @pbc.syntax
-    def primal(table, lane, mode):
+    def primal(params, lane, ptrs):
         i, L = UInt32(0), Float(1.0)
         while pbc.hint(i < PRB_STEPS, mode=mode):
-            L = L * texel(table, i, lane)
+            L = L * value(params, i, lane, ptrs)
             i += 1
         return L
 
     @pbc.syntax
-    def replay(table, lane, L):
+    def replay(params, lane, ptrs, L):
         i = UInt32(0)
         while i < PRB_STEPS:
             with pbc.resume_grad():
-                t = texel(table, i, lane)
+                t = value(params, i, lane, ptrs)
                 pbc.backward_from(L * t / pbc.detach(t))
             i += 1
 
     rng = np.random.default_rng(3)
-    table = Float(rng.uniform(0.9, 1.1, PRB_TEXELS).astype(np.float32))
-    pbc.enable_grad(table)
+    count = PRB_MATERIALS if kind == 'method' else 1
+    params = [Float(rng.uniform(0.9, 1.1, PRB_TEXELS).astype(np.float32))
+              for _ in range(count)]
+    pbc.enable_grad(*params)
+    mats = [Material(t, 0.95 + 0.05 * k) for k, t in enumerate(params)]
     lane = pbc.arange(UInt32, PRB_LANES)
-    pbc.eval(table, lane)
+    ptrs = pbc.gather(Ptr[Material], Ptr[Material](mats), (lane * 40503) % count) \
+        if kind == 'method' else None
+    pbc.eval(lane, ptrs, *params)
 
     def run():
-        pbc.clear_grad(table)
+        for t in params:
+            pbc.clear_grad(t)
         t0 = time.perf_counter()
         if variant == 'megakernel':
             with pbc.suspend_grad():
-                replay(table, lane, primal(table, lane, 'symbolic'))
+                replay(params, lane, ptrs, primal(params, lane, ptrs))
         else:
-            pbc.backward(primal(table, lane, 'evaluated'))
-        g = pbc.grad(table)
+            pbc.backward(primal(params, lane, ptrs))
+        g = [pbc.grad(t) for t in params]
         pbc.eval(g)
         pbc.sync_thread()
         return time.perf_counter() - t0, g
@@ -217,26 +242,29 @@ def prb_child(variant):
     warm = min(run()[0] for _ in range(3))
     return dict(first=first, warm=warm, kernels=kernels,
                 peak=pbc._runtime.memory_usage()[1],
-                checksum=float(np.sum(g.numpy(), dtype=np.float64)))
+                checksum=sum(float(np.sum(t.numpy(), dtype=np.float64)) for t in g))
 
 
 def prb_rows():
     from benchmarks import row, run_child
-    print(f'Path Replay Backpropagation toy: {PRB_LANES:.0e} lanes, {PRB_STEPS} steps, '
-          f'{PRB_TEXELS} texels (pbc)')
-    r = {v: run_child('ad', 'prb', v) for v in ('megakernel', 'wavefront')}
-    for v, f in r.items():
-        if 'error' in f:
-            row(f'  {v}', f['error'][:60])
-            continue
-        row(f'  {v}: first / warm (ms)', f"{f['first'] * 1e3:.1f} / {f['warm'] * 1e3:.1f}")
-        row(f'  {v}: kernels, peak memory (MiB)', f"{f['kernels']}, {f['peak'] / 2**20:.1f}")
-    m, w = r['megakernel'], r['wavefront']
-    if 'error' not in m and 'error' not in w:
-        row('  same gradient (sum over the table)',
-            f"{m['checksum']:.6g} / {w['checksum']:.6g}")
-        row('  wavefront / megakernel, warm time (target >= 10)', f"{w['warm'] / m['warm']:.1f}")
-        row('  wavefront / megakernel, peak memory', f"{w['peak'] / m['peak']:.1f}")
+    for kind, what in (('method', f'a method of {PRB_MATERIALS} materials per step'),
+                       ('texture', 'a texel per step, no call')):
+        print(f'Path Replay Backpropagation toy, {what}: {PRB_LANES:.0e} lanes, '
+              f'{PRB_STEPS} steps, {PRB_TEXELS} texels (pbc)')
+        r = {v: run_child('ad', 'prb', v, kind) for v in ('megakernel', 'wavefront')}
+        for v, f in r.items():
+            if 'error' in f:
+                row(f'  {v}', f['error'][:60])
+                continue
+            row(f'  {v}: first / warm (ms)', f"{f['first'] * 1e3:.1f} / {f['warm'] * 1e3:.1f}")
+            row(f'  {v}: kernels, peak memory (MiB)', f"{f['kernels']}, {f['peak'] / 2**20:.1f}")
+        m, w = r['megakernel'], r['wavefront']
+        if 'error' not in m and 'error' not in w:
+            row('  same gradient (sum over the textures)',
+                f"{m['checksum']:.6g} / {w['checksum']:.6g}")
+            row('  wavefront / megakernel, warm time (target >= 10)',
+                f"{w['warm'] / m['warm']:.1f}")
+            row('  wavefront / megakernel, peak memory', f"{w['peak'] / m['peak']:.1f}")
 
 
 def main():
@@ -263,7 +291,7 @@ if __name__ == '__main__':
     import json
     import sys
     if sys.argv[2:3] == ['prb']:
-        print(json.dumps(prb_child(sys.argv[3])))
+        print(json.dumps(prb_child(sys.argv[3], sys.argv[4])))
     elif sys.argv[2:3] == ['dispatch']:
         print(json.dumps(dispatch_child(sys.argv[3], sys.argv[4])))
     else:

@@ -194,6 +194,7 @@ class _Renderer:
         self.tables = []         # the lane_ptr tables (built once, passed to every function)
         self.functions = []      # call targets' functions
         self.outer = []          # (body, block) of the code that a target's function interrupts
+        self.allocas = []        # the current function's stack slots (its entry block's)
         self.decls = {}
         self.typed = {}
         self.specialized = {}
@@ -295,8 +296,10 @@ class _Renderer:
                 self.entry_splat(f'%sz{slot - 1}', 'i32', f'%p{slot}.t')
         if any(ins.op == 'scatter' and REDUCE_NAMES[ins.extra] == 'add_local'
                for ins in k.instrs):
-            # (the thread's own copy of a scatter_add_local's target: see _pool.h)
-            self.decls['declare i32 @pbc_thread_index()'] = None
+            # (the thread's own copy of a scatter_add_local's target: see _pool.h). The
+            # thread running a kernel's function stays the same until it returns: a value
+            # that inlined call targets' prologues then share, as if it read no memory.
+            self.decls['declare i32 @pbc_thread_index() nounwind willreturn memory(none)'] = None
             self.entry.append('  %thread = call i32 @pbc_thread_index()')
         self.prologue = list(self.entry)
         for reg, ins in enumerate(k.instrs):
@@ -345,7 +348,7 @@ class _Renderer:
             '',
             *self.functions,
             'define void @kernel(i64 %start, i64 %end, ptr noalias %params) #0 {',
-            'entry:', *self.entry, '  br label %body',
+            'entry:', *self.allocas, *self.entry, '  br label %body',
             'body:',
             f'  %index = phi i64 [ %start, %entry ], [ %index.next, %{self.block} ]',
             *self.body,
@@ -549,14 +552,12 @@ class _Renderer:
             self._add_into_one(r, m, vt, value)
             return
         # Atomic reduction: one atomicrmw per active lane, correct under any contention.
-        lane = [f'  {r}.pj = extractelement {P} {r}.p, i32 {r}.j',
-                f'  {r}.vj = extractelement {V} {value}, i32 {r}.j']
         if reduce == 'mul':             # no atomicrmw for it: a compare-and-swap loop
-            lane += self._cas_multiply(r, m)
+            lane = self._cas_multiply(r, m)
         else:
-            lane.append(f'  {r}.old = atomicrmw {ATOMIC[(reduce, KIND[vt])]} ptr {r}.pj, '
-                        f'{m} {r}.vj monotonic')
-        self._per_lane(r, f'{r}.m', lane)
+            lane = [f'  {r}.old = atomicrmw {ATOMIC[(reduce, KIND[vt])]} ptr {r}.pj, '
+                    f'{m} {r}.vj monotonic']
+        self._per_lane(r, f'{r}.m', lane, read=[('pj', 'ptr', f'{r}.p'), ('vj', m, value)])
 
     def _add_into_one(self, r, m, vt, value, atomic=True):
         """Every lane adds into one entry (a literal index: the gradient of a parameter of
@@ -606,23 +607,30 @@ class _Renderer:
         if self.k.instrs[index_reg].op == 'literal':         # (one entry for all lanes)
             self._add_into_one(r, m, vt, value, atomic=False)
             return
-        # Branch-free: an inactive lane adds the neutral element (-0.0, which leaves every
-        # float as it is, +0.0 included; 0) into entry 0 of the thread's copy, a valid
-        # address. Unrolled, so that lane j's pointer and value are extracted at a
-        # constant position (a loop over the lanes would go through memory).
-        neutral = self.splat(m, '-0.0') if add == 'fadd' else 'zeroinitializer'
+        # A whole vector (most, outside calls and branches): unrolled, so that lane j's
+        # pointer and value are read at a constant position. Fewer lanes (a call target's
+        # share of a vector): a pass per lane on, from one copy of them in memory (a
+        # loop that extracts at a variable position would store them again each pass).
+        lbl, I, W = r[1:], f'i{self.W}', self.W
         b = self.body
-        b.append(f'  {r}.b0 = getelementptr {m}, ptr %p{self.k.instrs[ptr_reg].slot}, '
-                 f'i32 {r}.off')
-        self.splat_to(f'{r}.own', 'ptr', f'{r}.b0')
-        b += [f'  {r}.ps = select {self.masks} {r}.m, {P} {r}.p, {P} {r}.own',
-              f'  {r}.vs = select {self.masks} {r}.m, {V} {value}, {V} {neutral}']
-        for j in range(self.W):
-            b += [f'  {r}.at{j} = extractelement {P} {r}.ps, i32 {j}',
-                  f'  {r}.v{j} = extractelement {V} {r}.vs, i32 {j}',
+        b += [f'  {r}.all = bitcast {self.masks} {r}.m to {I}',
+              f'  {r}.full = icmp eq {I} {r}.all, -1',
+              f'  br i1 {r}.full, label %{lbl}.whole, label %{lbl}.some', f'{lbl}.whole:']
+        for j in range(W):
+            b += [f'  {r}.at{j} = extractelement {P} {r}.p, i32 {j}',
+                  f'  {r}.v{j} = extractelement {V} {value}, i32 {j}',
                   f'  {r}.o{j} = load {m}, ptr {r}.at{j}, align {BYTES[m]}',
                   f'  {r}.n{j} = {add} {m} {r}.o{j}, {r}.v{j}',
                   f'  store {m} {r}.n{j}, ptr {r}.at{j}, align {BYTES[m]}']
+        b += [f'  br label %{lbl}.added', f'{lbl}.some:']
+        self.block = f'{lbl}.some'
+        self._per_lane(r, f'{r}.m', [
+            f'  {r}.o = load {m}, ptr {r}.at, align {BYTES[m]}',
+            f'  {r}.n = {add} {m} {r}.o, {r}.v',
+            f'  store {m} {r}.n, ptr {r}.at, align {BYTES[m]}'],
+            read=[('at', 'ptr', f'{r}.p'), ('v', m, value)])
+        b.append(f'  br label %{lbl}.added')
+        self.label(f'{lbl}.added')
 
     @staticmethod
     def _cas_multiply(r, m):
@@ -640,19 +648,36 @@ class _Renderer:
                 f'  {r}.ok = extractvalue {{ {i}, i1 }} {r}.pair, 1',
                 f'  br i1 {r}.ok, label %{lbl}.swapped, label %{lbl}.cas', f'{lbl}.swapped:']
 
-    def _per_lane(self, r, mask, lines):
-        """Runs `lines` (which may use lane number {r}.j) for each lane set in `mask`."""
-        lbl = r[1:]
+    def _per_lane(self, r, mask, lines, read=()):
+        """Runs `lines` for each lane set in `mask`, in lane order: a pass per set bit, so
+        that a vector with few lanes on (a call target's, a branch's) costs as few. The
+        lines may use the lane's number {r}.j (i32) and, for each (name, element type,
+        vector) of `read`, that vector's element {r}.name: read from a copy of the vector
+        in memory made once (a loop that extracts at a variable position would store the
+        vector again in each pass)."""
+        lbl, I, W = r[1:], f'i{self.W}', self.W
+        self.decls[f'declare {I} @llvm.cttz.{I}({I}, i1)'] = None
+        loads = []
+        for name, s, vector in read:
+            self.allocas.append(f'  {r}.{name}s = alloca [{W} x {s}], align 64')
+            self.body.append(f'  store {self.vec(s)} {vector}, ptr {r}.{name}s, align 64')
+            loads += [f'  {r}.{name}a = getelementptr [{W} x {s}], ptr {r}.{name}s, i32 0, '
+                      f'i32 {r}.j',
+                      f'  {r}.{name} = load {s}, ptr {r}.{name}a, align {BYTES.get(s, 8)}']
+        lane = [f'  {r}.j = call i32 @llvm.cttz.i32(i32 {r}.bits, i1 true)'] if W == 32 else \
+            [f'  {r}.jw = call {I} @llvm.cttz.{I}({I} {r}.bits, i1 true)',
+             f'  {r}.j = {"zext" if W < 32 else "trunc"} {I} {r}.jw to i32']
         self.body += [
+            f'  {r}.bits0 = bitcast {self.masks} {mask} to {I}',
             f'  br label %{lbl}.head', f'{lbl}.head:',
-            f'  {r}.j = phi i32 [ 0, %{self.block} ], [ {r}.j1, %{lbl}.next ]',
-            f'  {r}.mj = extractelement {self.masks} {mask}, i32 {r}.j',
-            f'  br i1 {r}.mj, label %{lbl}.do, label %{lbl}.next',
-            f'{lbl}.do:', *lines, f'  br label %{lbl}.next',
-            f'{lbl}.next:',
-            f'  {r}.j1 = add i32 {r}.j, 1',
-            f'  {r}.c = icmp ult i32 {r}.j1, {self.W}',
-            f'  br i1 {r}.c, label %{lbl}.head, label %{lbl}.done',
+            f'  {r}.bits = phi {I} [ {r}.bits0, %{self.block} ], [ {r}.rest, %{lbl}.next ]',
+            f'  {r}.any = icmp ne {I} {r}.bits, 0',
+            f'  br i1 {r}.any, label %{lbl}.do, label %{lbl}.done',
+            f'{lbl}.do:', *lane, *loads, *lines,
+            f'  br label %{lbl}.next', f'{lbl}.next:',
+            f'  {r}.low = sub {I} {r}.bits, 1',
+            f'  {r}.rest = and {I} {r}.bits, {r}.low',
+            f'  br label %{lbl}.head',
             f'{lbl}.done:']
         self.block = f'{lbl}.done'
 
@@ -745,8 +770,8 @@ class _Renderer:
         if self.k.calls[n].codes == 1:
             return          # one code: rendered in place (see call_head), names as they are
         # The target's code becomes a function of its own: render it into a fresh body.
-        self.outer.append((self.body, self.block, reg))
-        self.body, self.block = [], f'C{n}.t{t}.entry'
+        self.outer.append((self.body, self.block, reg, self.allocas))
+        self.body, self.block, self.allocas = [], f'C{n}.t{t}.entry', []
 
     def call_head(self, n, call):
         M, W, c = self.masks, self.W, f'%C{n}'
@@ -870,8 +895,8 @@ class _Renderer:
             return
         outs = [(self.names[o], self.vec(SCALAR[self.k.instrs[o].type]))
                 for o in self.k.calls[n].outputs[t] if o >= 0]
-        body = self.body
-        self.body, self.block, start = self.outer.pop()
+        body, allocas = self.body, self.allocas
+        self.body, self.block, start, self.allocas = self.outer.pop()
         f, c = f'@C{n}.f{t}', f'%C{n}.c{t}'
         attrs = '#2' if self.inlined(reg - start) else '#1'
         rtype = '{ ' + ', '.join(T for _, T in outs) + ' }' if outs else 'void'
@@ -885,7 +910,8 @@ class _Renderer:
         tables = ''.join(f', ptr {table}' for table in self.tables)
         fixed = f'ptr noalias %params, {self.masks} %active, {self.masks} %C{n}.m{tables}'
         self.functions += [f'define internal fastcc {rtype} {f}({fixed}{", " if free else ""}'
-                           f'{params}) {attrs} {{', f'C{n}.t{t}.entry:', *self.prologue,
+                           f'{params}) {attrs} {{', f'C{n}.t{t}.entry:', *allocas,
+                           *self.prologue,
                            *body, *ret, '}', '']
         call = (f'call fastcc {rtype} {f}(ptr %params, {self.masks} %active, '
                 f'{self.masks} %C{n}.m{tables}{", " if free else ""}{params})')
