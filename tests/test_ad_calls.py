@@ -177,6 +177,31 @@ def test_derivative_calls_see_what_the_targets_read_as_it_was():
     assert s.numpy().tolist() == [3]
 
 
+@pytest.mark.parametrize('mode', MODES)
+@pytest.mark.parametrize('reverse', [False, True])
+def test_derivative_calls_do_not_repeat_the_targets_side_effects(mode, reverse):
+    # A derivative call runs the targets again: the scatters they made (a count of the
+    # lanes that called each) happened once, with the call itself.
+    calls, c = UInt32(0, 0), Float64(2.0)
+    pbc.enable_grad(c)
+
+    def target(k, scale):
+        def run(v):
+            pbc.scatter_add(calls, UInt32(1), UInt32(k))
+            return v * c * scale
+        return run
+
+    x = pbc.arange(Float64, 5)
+    y = pbc.switch(UInt32(0, 1, 1, 0, 1), [target(0, 1.0), target(1, 3.0)], x, mode=mode)
+    if reverse:
+        pbc.backward(pbc.sum(y))
+        assert pbc.grad(c).numpy().tolist() == [0 + 3 + 3 * 2 + 3 + 3 * 4]
+    else:
+        pbc.set_grad(c, 1.0)
+        assert pbc.forward_to(y).numpy().tolist() == [0, 3, 6, 3, 12]
+    assert calls.numpy().tolist() == [2, 3]
+
+
 class Diffuse(pbc.Object):
     def __init__(self, albedo, texels=None):
         super().__init__()

@@ -41,6 +41,7 @@ from .local import (
     local_scope,
     propagate_back,
     result_nodes,
+    run_body,
     seed_tangents,
     tangent_or_zero,
 )
@@ -120,8 +121,9 @@ class Target:
         return r
 
     def _run(self, arrays):
+        # (the call itself made its side effects: a derivative call does not repeat them)
         args, kwargs = self.build(arrays)
-        return tree.flatten(self.fn(*args, **kwargs))[0]
+        return tree.flatten(run_body(lambda: self.fn(*args, **kwargs), (), False))[0]
 
     def _forward(self, arrays, tangents, since):
         seeds = list(self.seeds) + seed_tangents(arrays, self.diff, tangents)
