@@ -2,11 +2,10 @@
 over two differentiable variables and a differentiable parameter, in `while` loops (with
 `break` and `continue`), `if` statements, early `return`s, calls (pbc.switch over
 targets that also read the parameter), scatters (outside loops) and scatter-adds (also in
-a loop's body) into an array the result gathers from, written as plain Python under
-@pbc.syntax. Each
-runs with its loops, conditionals and calls symbolic and evaluated, in forward mode and
-reverse mode (symbolic loops given max_iterations), and the derivatives must agree with
-each other and with central finite differences.
+a loop's body and a call's target) into an array the result gathers from, written as
+plain Python under @pbc.syntax. Each runs with its loops, conditionals and calls symbolic
+and evaluated, in forward mode and reverse mode (symbolic loops given max_iterations), and
+the derivatives must agree with each other and with central finite differences.
 
 Branch and loop conditions read only integer inputs and loop counters, so that the
 programs are smooth in the differentiated values and finite differences are exact to
@@ -85,11 +84,17 @@ class Program:
                     self.block(indent + 1, 0, 2, counters, in_loop)
             elif kind < 0.78 and self.calls:
                 self.calls -= 1
-                targets = ', '.join(f'lambda u, v: {self.target()}'
-                                    for _ in range(self.rng.randint(2, 3)))
+                targets = [f'lambda u, v, j: {self.target()}'
+                           for _ in range(self.rng.randint(2, 3))]
+                if not in_loop and self.rng.random() < 0.5:
+                    # (a target that also scatter-adds into acc, at entries of the lane's k:
+                    # an argument, as an evaluated call's target sees only its lanes)
+                    targets[0] = (f'lambda u, v, j: pbc.scatter_add(acc, {self.target()}, '
+                                  f'(j * {self.rng.randint(1, 3)} + {self.rng.randint(0, 6)})'
+                                  f' % {LANES}) or {self.target()}')
                 self.emit(indent, f'{self.rng.choice(["x0", "x1"])} = pbc.switch('
-                                  f'(k + {self.rng.randint(0, 2)}) % 3, [{targets}], x0, x1, '
-                                  'mode=mode)')
+                                  f'(k + {self.rng.randint(0, 2)}) % 3, [{", ".join(targets)}], '
+                                  'x0, x1, k, mode=mode)')
             elif kind < 0.85 and loops:
                 c = f'i{self.counters}'
                 self.counters += 1

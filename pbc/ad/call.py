@@ -34,14 +34,19 @@ from .. import _runtime, tree
 from . import propagate
 from .local import (
     Closures,
+    add_tangents,
     enable,
+    gathered_gradients,
     grad_or_zero,
     is_float,
     leave_scope,
     local_scope,
+    noting_scatters,
+    outer_values,
     propagate_back,
     result_nodes,
     run_body,
+    scattered_into,
     seed_tangents,
     tangent_or_zero,
 )
@@ -62,16 +67,26 @@ def symbolic_call(targets, flat, record):
                     (values, build))
     propagate.add_sinks([t.sinks for t in primal], resume=True)
     implicit = sorted({n for t in primal for n in t.implicit})
-    sources = list(dict.fromkeys([n for n in inputs if n] + implicit))
+    # The arrays the targets scatter-add into (closure arrays: the same objects when the
+    # targets run again), and the nodes they had before: their new values are the call's
+    # results too.
+    scattered = list({id(a): a for t in primal for a, _, _, _ in t.scatters}.values())
+    before = [_runtime.ad_index(a) for a in scattered]
+    sources = list(dict.fromkeys([n for n in inputs if n] + implicit +
+                                 [n for n in before if n]))
     outs = tree.flatten(result)[0]
     linked = [i for i, a in enumerate(outs) if is_float(a) and _runtime.ad_index(a) == 0]
-    if not sources or not linked:
+    if not sources or not (linked or scattered):
         return result
     op = CallOp(targets, values, build, inputs, diff, implicit,
                 [(type(outs[i]), len(outs[i])) for i in linked], record,
                 Closures(*[fn for _, fn, _ in targets]))
-    weak = _runtime.ad_custom(op, sources, [outs[i] for i in linked])
-    op.outputs = list(weak)
+    for a in scattered:
+        _runtime.ad_disable(a)          # (its node is a source: the op's reference holds it)
+    weak = _runtime.ad_custom(op, sources, [outs[i] for i in linked] + scattered)
+    op.outputs = list(weak[:len(linked)])
+    op.scatter_targets = {id(a): (n, w, type(a), len(a))
+                          for a, n, w in zip(scattered, before, weak[len(linked):])}
     return result
 
 
@@ -80,14 +95,19 @@ class Target:
     'primal' (the call itself: notes the implicit inputs, strips the results' nodes),
     'forward' (more arguments: the tangents of the arguments `diff`; returns the tangents
     of the float results) or 'backward' (more arguments: the gradients of the float
-    results; returns those of the arguments `diff`)."""
+    results; returns those of the arguments `diff`). The scatter-adds with derivatives
+    that it makes (into arrays from outside) are noted in `scatters`; the derivative calls
+    add the values' tangents into `into` (forward) or read their gradients from the
+    arrays' in `scattered` (backward), by the array's id."""
 
-    def __init__(self, fn, diff, kind, size=0, build=None, seeds=()):
+    def __init__(self, fn, diff, kind, size=0, build=None, seeds=(), into=None,
+                 scattered=None):
         self.fn, self.diff, self.kind = fn, diff, kind
         # (derivative calls: how many arrays the arguments are, their structure, and the
         # call's implicit inputs, which forward mode seeds with their tangents)
         self.size, self.build, self.seeds = size, build, seeds
-        self.implicit, self.sinks = [], {}
+        self.into, self.scattered = into or {}, scattered or {}
+        self.implicit, self.sinks, self.scatters = [], {}, []
 
     @contextlib.contextmanager
     def recording(self):
@@ -115,24 +135,31 @@ class Target:
 
     def _primal(self, args, kwargs, since):
         enable(tree.flatten((args, kwargs))[0], self.diff)
-        r = self.fn(*args, **kwargs)
+        with noting_scatters() as self.scatters:
+            r = self.fn(*args, **kwargs)
         out = tree.flatten(r)[0]
-        self.implicit = leave_scope(out, result_nodes(out), since)
+        self.implicit = sorted(set(leave_scope(out, result_nodes(out), since)) |
+                               outer_values(self.scatters, since))
         return r
 
     def _run(self, arrays):
-        # (the call itself made its side effects: a derivative call does not repeat them)
+        # (the call itself made its side effects: a derivative call does not repeat them,
+        # but notes its scatter-adds)
         args, kwargs = self.build(arrays)
-        return tree.flatten(run_body(lambda: self.fn(*args, **kwargs), (), False))[0]
+        with noting_scatters() as self.scatters:
+            return tree.flatten(run_body(lambda: self.fn(*args, **kwargs), (), False))[0]
 
     def _forward(self, arrays, tangents, since):
         seeds = list(self.seeds) + seed_tangents(arrays, self.diff, tangents)
         out = self._run(arrays)
         traverse(seeds, False, False, ADFlag.ClearNone, since=since)
+        add_tangents(self.scatters, self.into, since, seeds)
         return [tangent_or_zero(a, since, seeds) for a in out if is_float(a)]
 
     def _backward(self, arrays, grads, since):
-        propagate_back([a for a in self._run(arrays) if is_float(a)], grads, since)
+        results = [a for a in self._run(arrays) if is_float(a)]
+        values, more = gathered_gradients(self.scatters, self.scattered)
+        propagate_back(results + values, list(grads) + more, since)
         return [grad_or_zero(arrays[i], since) for i in self.diff]
 
 
@@ -147,12 +174,20 @@ class CallOp:
         self.inputs, self.diff, self.implicit = inputs, diff, implicit
         self.kinds, self.record = kinds, record      # (type, width) of the float results
         self.outputs = []                             # (node, serial) per float result
+        # id of an array the targets scatter-add into -> (its node before the call, (node,
+        # serial) of its value after, its type, its width)
+        self.scatter_targets = {}
 
     def _propagate(self, backward):
+        into, scattered = {}, {}
         if backward:
             grads = [_runtime.ad_grad(n) if _runtime.ad_alive(n, s) else None
                      for n, s in self.outputs]
-            if all(g is None for g in grads):
+            scattered = {k: _runtime.ad_grad(n)
+                         for k, (_, (n, s), _, _) in self.scatter_targets.items()
+                         if _runtime.ad_alive(n, s)}
+            scattered = {k: g for k, g in scattered.items() if g is not None}
+            if all(g is None for g in grads) and not scattered:
                 return False
             extra = [g if g is not None else _runtime.literal(T, 0, 1)
                      for g, (T, _) in zip(grads, self.kinds)]
@@ -160,8 +195,11 @@ class CallOp:
             extra = [_runtime.ad_grad(self.inputs[i]) for i in self.diff]
             extra = [t if t is not None else _runtime.literal(type(self.values[i]), 0, 1)
                      for t, i in zip(extra, self.diff)]
+            # (the arrays' tangents before the call, to which the targets add the values')
+            into = scattered_into(self.scatter_targets)
         kind = 'backward' if backward else 'forward'
-        bodies = [Target(fn, self.diff, kind, len(self.values), self.build, self.implicit)
+        bodies = [Target(fn, self.diff, kind, len(self.values), self.build, self.implicit,
+                         into, scattered)
                   for _, fn, _ in self.targets]
         with self.closures, suspend_grad():
             out = self.record([(key, t, obj) for (key, _, obj), t in zip(self.targets, bodies)],
@@ -171,10 +209,16 @@ class CallOp:
         if backward:
             for i, g in zip(self.diff, out):
                 accumulate(self.inputs[i], g)
+            for k, g in scattered.items():           # (a scatter-add passes it on as it is)
+                node = self.scatter_targets[k][0]
+                if node:
+                    accumulate(node, g)
         else:
             for (n, s), t in zip(self.outputs, out):
                 if _runtime.ad_alive(n, s):
                     accumulate(n, t)
+            for k, t in into.items():
+                accumulate(self.scatter_targets[k][1][0], t)
         return True
 
 

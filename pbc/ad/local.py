@@ -3,10 +3,12 @@ the nodes of its inputs, the derivatives given to and read from its results, and
 read from enclosing scopes, for the derivative code recorded from it later. Shared by
 pbc/ad/loop.py and pbc/ad/call.py."""
 
+import contextlib
 import functools
 
 from .. import _runtime, tree
 from .._runtime import ArrayBase
+from . import propagate
 from .propagate import ADFlag, accumulate, traverse
 from .scopes import _current
 
@@ -51,6 +53,84 @@ def run_body(body, args, effects):
         return body(*args)
     finally:
         _runtime.suppress_effects(False)
+
+
+_noting = []          # per body running (innermost last): the scatter-adds met in it
+
+
+@contextlib.contextmanager
+def noting_scatters():
+    """Notes the scatter-adds whose target or value carries derivatives that the body run
+    inside `with` makes (target, value, index, active: the lanes it writes) in the list it
+    gives; a body's derivatives take them into account. Those of a body nested in another
+    symbolic body (a loop or call inside a loop's body or a call's target) stay an error:
+    the enclosing one would have to carry the array's derivatives out as well."""
+    scatters = []
+    _noting.append(scatters)
+    try:
+        yield scatters
+    finally:
+        _noting.pop()
+
+
+def _scatter_hook(target, value, index, active, reduce, primal):
+    """See _runtime.set_symbolic_scatter_hook: True where noting_scatters() takes this
+    scatter (with `primal`, it is being recorded; else a derivative runs the body again)."""
+    if reduce != 1 or not _noting or propagate.in_body() is None or \
+            _runtime.recording_depth() > 1:
+        return False
+    _noting[-1].append((target, value, index, active))
+    return True
+
+
+_runtime.set_symbolic_scatter_hook(_scatter_hook)
+
+
+def scattered_into(targets):
+    """For forward mode through a body that scatter-adds into arrays (`targets`: id ->
+    (node before the body, (node, serial) after it, type, width), those of a LoopOp or
+    CallOp): id -> a new array holding each live array's tangent before the body, to which
+    the derivative body adds the tangents of the values."""
+    out = {}
+    for k, (before, (n, s), T, width) in targets.items():
+        if _runtime.ad_alive(n, s):
+            t = _runtime.ad_grad(before) if before else None
+            t = T(t) if t is not None and len(t) == width else \
+                _runtime.literal(T, 0, width) + (0 if t is None else t)
+            _runtime.make_opaque(t)
+            out[k] = t
+    return out
+
+
+def outer_values(scatters, since):
+    """The nodes from before serial number `since` (outside the body) that `scatters` add
+    as they are: implicit inputs of the body too."""
+    values = {_runtime.ad_index(v) for _, v, _, _ in scatters if is_float(v)}
+    return {n for n in values if n and _runtime.ad_serial_of(n) < since}
+
+
+def add_tangents(scatters, into, since, seeds, lanes=None):
+    """Forward mode of a body's `scatters` (those its derivative run noted): the values'
+    tangents scatter-added into `into` (scattered_into) at the same entries, on the same
+    lanes (`lanes(active)`, where given)."""
+    for target, value, index, active in scatters:
+        t = into.get(id(target))
+        if t is not None and is_float(value):
+            _runtime.scatter(t, tangent_or_zero(value, since, seeds), index,
+                             active if lanes is None else lanes(active), 1)
+
+
+def gathered_gradients(scatters, scattered, lanes=None):
+    """Reverse mode of a body's `scatters`: each value with the gradient of the array it
+    was added into (`scattered`, by the array's id) at its entries, as (values, grads)."""
+    values, grads = [], []
+    for target, value, index, active in scatters:
+        g = scattered.get(id(target))
+        if g is not None and is_float(value):
+            values.append(value)
+            grads.append(_runtime.gather(type(g), g, index,
+                                         active if lanes is None else lanes(active)))
+    return values, grads
 
 
 def result_nodes(out):

@@ -33,14 +33,19 @@ from .. import _runtime, tree
 from . import propagate
 from .local import (
     Closures,
+    add_tangents,
     enable,
+    gathered_gradients,
     grad_or_zero,
     is_float,
     leave_scope,
     local_scope,
+    noting_scatters,
+    outer_values,
     propagate_back,
     result_nodes,
     run_body,
+    scattered_into,
     seed_tangents,
     tangent_or_zero,
 )
@@ -154,39 +159,16 @@ class _LocalBody:
 
     def run(self, state, extra=None):
         scope = self.scope()
-        self.scatters = []              # (target, value, index, active) met in the body
-        _running.append(self)
         try:
             leaves = tree.flatten(state)[0]
             enable(leaves, self.diff)
             self.seed(leaves, extra)
-            try:
+            # (self.scatters: what the body scatter-adds with derivatives)
+            with noting_scatters() as self.scatters:
                 new = _as_state(run_body(self.body, state, self.effects), self.size)
-            finally:
-                _running.pop()
             return self.done(leaves, new, scope.serial)
         finally:
             _runtime.ad_scope_pop()
-
-
-_running = []           # the _LocalBody instances running, innermost last
-
-
-def _scatter_hook(target, value, index, active, reduce, primal):
-    """A scatter whose target or value carries derivatives, inside symbolic code (see
-    _runtime.set_symbolic_scatter_hook): in a loop's body (not a call's target), a
-    scatter-add into an array from outside the loop is noted by the body running, whose
-    loop's derivatives take it into account. Returns whether that is so."""
-    # (not yet in a loop or call inside another loop's body: the enclosing loop would
-    # have to carry the array's derivatives out as well)
-    if reduce != 1 or not _running or propagate.in_body() is None or \
-            _runtime.recording_depth() > 1:
-        return False
-    _running[-1].scatters.append((target, value, index, active))
-    return True
-
-
-_runtime.set_symbolic_scatter_hook(_scatter_hook)
 
 
 def _as_state(new, size):
@@ -213,11 +195,8 @@ class _PrimalBody(_LocalBody):
         more = {i for i, n in enumerate(nodes) if n and i not in self.diff}
         if more:
             raise _MoreState(more)
-        self.implicit = leave_scope(out, nodes, since)
-        # (a value from outside scatter-added as it is: an implicit input too)
-        values = {_runtime.ad_index(v) for _, v, _, _ in self.scatters if is_float(v)}
-        self.implicit = sorted(set(self.implicit) | {
-            n for n in values if n and _runtime.ad_serial_of(n) < since})
+        self.implicit = sorted(set(leave_scope(out, nodes, since)) |
+                               outer_values(self.scatters, since))
         # (the body cannot read them: the runtime refuses reads and writes of one array
         # in a loop's body)
         self.targets = {id(t): t for t, _, _, _ in self.scatters}
@@ -252,11 +231,7 @@ class _TangentBody(_LocalBody):
         out, build = tree.flatten(new)
         tangents = [tangent_or_zero(out[i], since, self.seeds) for i in self.diff]
         # (the loop's scatter-adds, of the values' tangents into the targets')
-        for target, value, index, active in self.scatters:
-            into = self.op.tangent_targets.get(id(target))
-            if into is not None and is_float(value):
-                _runtime.scatter(into, tangent_or_zero(value, since, self.seeds), index,
-                                 self.op.lanes(active), 1)
+        add_tangents(self.scatters, self.op.tangent_targets, since, self.seeds, self.op.lanes)
         return build([_runtime.ad_detached(a) for a in out]), tangents
 
 
@@ -319,14 +294,7 @@ class LoopOp:
         body = _TangentBody(self, diff)
         # The tangents of the arrays the body scatter-adds into: theirs before the loop,
         # to which the tangent loop adds those of the values.
-        self.tangent_targets = {}
-        for k, (before, (n, s), T, width) in self.targets.items():
-            if _runtime.ad_alive(n, s):
-                t = _runtime.ad_grad(before) if before else None
-                t = T(t) if t is not None and len(t) == width else \
-                    _runtime.literal(T, 0, width) + (0 if t is None else t)
-                _runtime.make_opaque(t)
-                self.tangent_targets[k] = t
+        self.tangent_targets = scattered_into(self.targets)
         # (this loop needs no node: its body makes its own)
         try:
             with suspend_grad(), self.closures:
@@ -373,13 +341,9 @@ class _AdjointBody(_LocalBody):
 
     def done(self, leaves, new, since):
         out = tree.flatten(new)[0]
-        results, grads = [out[i] for i in self.diff], list(self.grads)
         # (a value scatter-added into an array: the array's gradient at its entries)
-        for target, value, index, active in self.scatters:
-            g = self.scattered.get(id(target))
-            if g is not None and is_float(value):
-                results.append(value)
-                grads.append(_runtime.gather(type(g), g, index, self.op.lanes(active)))
+        values, more = gathered_gradients(self.scatters, self.scattered, self.op.lanes)
+        results, grads = [out[i] for i in self.diff] + values, list(self.grads) + more
         body = propagate.in_body()
         body.collect = dict.fromkeys(self.local)
         propagate_back(results, grads, since)
