@@ -114,56 +114,60 @@ class PathTracer:
         prev_pdf, prev_delta = Float(1.0), Bool(True)    # (no MIS for the camera ray)
         hit = geo.ray_intersect(o, d, mode=mode)
         active = hit.valid
-        while pbc.hint(active, mode=mode, label='path'):
+        while pbc.hint(active, mode=mode, label='path', max_iterations=self.max_depth):
             shape = geo.shape_id(hit)
             si = geo.surface_point(hit, o, d, shape)
-            p, n = si.p, si.n
             wi = -d
-            cos_i = pbc.dot(n, wi)
-
-            # Emission where the path hits a light's front side, weighted against the
-            # chance that next-event estimation at the previous vertex chose this point.
-            emitter = pbc.gather(Ptr[Emitter], self.shape_emitter, shape)
-            le = emitter.eval(si, wi)
-            light_pdf = hit.t * hit.t / (pbc.abs(cos_i) * self.total_area)
-            weight = pbc.select(prev_delta, 1.0, mis_weight(prev_pdf, light_pdf))
-            radiance += beta * le * weight
-
+            radiance += self._emitted(hit, si, shape, wi, beta, prev_pdf, prev_delta)
             more = depth + 1 < self.max_depth
             bsdf = pbc.gather(Ptr[BSDF], self.shape_bsdf, shape, more)
-
-            # Next-event estimation: a point on a light, seen unless something blocks it.
-            u_light = rng.next_float32()
-            u_point = Array2f(rng.next_float32(), rng.next_float32())
-            q, nq, light = self._sample_emitter(u_light, u_point)
-            to_light = q - p
-            dist = pbc.norm(to_light)
-            wl = to_light / dist
-            cos_l = -pbc.dot(nq, wl)
-            le_q = light.eval(SurfacePoint(q, nq, Array2f(0.0)), -wl)
-            f, bsdf_pdf = bsdf.eval_pdf(si, wi, wl)
-            lit = more & (cos_l > 0) & (pbc.max(f) > 0)
-            blocked = geo.ray_test(spawn(p, n, wl), wl, dist * (1 - SHADOW_EPSILON), mode=mode)
-            pdf_l = dist * dist / (cos_l * self.total_area)
-            radiance += pbc.select(lit & ~blocked,
-                                   beta * f * le_q * (mis_weight(pdf_l, bsdf_pdf) / pdf_l),
-                                   Array3f(0.0))
+            radiance += self._next_event(si, wi, bsdf, more, beta, rng, mode)
 
             # BSDF sampling: the path's next direction.
             u_bsdf = Array2f(rng.next_float32(), rng.next_float32())
             wo, bsdf_weight, pdf = bsdf.sample(si, wi, u_bsdf)
             beta *= bsdf_weight
             prev_pdf, prev_delta = pdf, Bool(False)
+            beta, survive = self._roulette(beta, depth, rng)
 
-            # Russian roulette from depth rr_depth on.
-            u_rr = rng.next_float32()
-            rr_prob = pbc.minimum(pbc.max(beta), 0.95)
-            roulette = depth + 1 >= self.rr_depth
-            beta = pbc.select(roulette, beta / rr_prob, beta)
-            survive = ~roulette | (u_rr < rr_prob)
-
-            o, d = spawn(p, n, wo), wo
+            o, d = spawn(si.p, si.n, wo), wo
             hit = geo.ray_intersect(o, d, mode=mode)
             depth += 1
             active = more & survive & (pbc.max(beta) > 0) & hit.valid
         return radiance
+
+    def _emitted(self, hit, si, shape, wi, beta, prev_pdf, prev_delta):
+        """Emission where the path hits a light's front side, weighted against the chance
+        that next-event estimation at the previous vertex chose this point."""
+        emitter = pbc.gather(Ptr[Emitter], self.shape_emitter, shape)
+        le = emitter.eval(si, wi)
+        light_pdf = hit.t * hit.t / (pbc.abs(pbc.dot(si.n, wi)) * self.total_area)
+        weight = pbc.select(prev_delta, 1.0, mis_weight(prev_pdf, light_pdf))
+        return beta * le * weight
+
+    def _next_event(self, si, wi, bsdf, more, beta, rng, mode):
+        """Next-event estimation: the radiance from a point on a light, seen unless
+        something blocks it, weighted against BSDF sampling's chance of finding it."""
+        p, n = si.p, si.n
+        u_light = rng.next_float32()
+        u_point = Array2f(rng.next_float32(), rng.next_float32())
+        q, nq, light = self._sample_emitter(u_light, u_point)
+        to_light = q - p
+        dist = pbc.norm(to_light)
+        wl = to_light / dist
+        cos_l = -pbc.dot(nq, wl)
+        le_q = light.eval(SurfacePoint(q, nq, Array2f(0.0)), -wl)
+        f, bsdf_pdf = bsdf.eval_pdf(si, wi, wl)
+        lit = more & (cos_l > 0) & (pbc.max(f) > 0)
+        blocked = self.geometry.ray_test(spawn(p, n, wl), wl, dist * (1 - SHADOW_EPSILON),
+                                         mode=mode)
+        pdf_l = dist * dist / (cos_l * self.total_area)
+        return pbc.select(lit & ~blocked, beta * f * le_q * (mis_weight(pdf_l, bsdf_pdf) / pdf_l),
+                          Array3f(0.0))
+
+    def _roulette(self, beta, depth, rng):
+        """Russian roulette from depth rr_depth on: (beta, whether the path goes on)."""
+        u_rr = rng.next_float32()
+        rr_prob = pbc.minimum(pbc.max(beta), 0.95)
+        roulette = depth + 1 >= self.rr_depth
+        return pbc.select(roulette, beta / rr_prob, beta), ~roulette | (u_rr < rr_prob)

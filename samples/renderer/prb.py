@@ -1,0 +1,95 @@
+"""Path Replay Backpropagation (Vicini et al. 2021): the reverse-mode derivative of the path
+tracer (path.py) w.r.t. the scene's parameters that carry derivatives (a Diffuse's albedo,
+a TexturedDiffuse's texture: `pbc.enable_grad` them), without storing the paths.
+
+For every sample, one kernel traces the path as the primal renderer does, which gives its
+radiance L, then traces it again with the same random numbers (the replay). At each vertex
+of the replay, L less what the path has gathered so far is the radiance that arrives from
+further along it; `backward_from` inside the loop then propagates the adjoint radiance
+times the derivatives of this vertex's contributions: next-event estimation's (through the
+BSDF's value towards the light) and the rest of the path's (through the BSDF's value in
+the sampled direction, the factor that the path's throughput carries on). The BSDFs'
+methods are called again for this, inside `resume_grad()`: their derivative calls
+scatter-add into the parameters' gradients, in the same kernel.
+
+Like Mitsuba's `prb` integrator, it treats Russian roulette's probabilities and the
+sampling of directions as constants (they depend on the albedos only through which paths
+exist, not through their values); with roulette off (rr_depth >= max_depth), the result
+is the exact derivative of the primal image for the same random numbers."""
+
+import pbc
+from pbc.llvm import Array2f, Array3f, Bool, Float, Ptr, UInt32, UInt64
+
+from .ao import camera_rays
+from .materials import BSDF
+from .path import PCG32_STATE, PathTracer, spawn
+
+
+class PathReplay(PathTracer):
+    """A PathTracer (same arguments) that also computes derivatives of its images."""
+
+    def render_backward(self, grad_image, w=None, h=None, spp=16, mode=None, seed=0):
+        """Adds the derivatives of sum(render(w, h, spp, mode, seed) * grad_image) (the
+        image's adjoint, an Array3f of w * h pixels) w.r.t. the parameters that carry
+        derivatives to their gradients. Returns nothing: read them with pbc.grad."""
+        cam = self.scene.camera
+        w, h = w or cam.width, h or cam.height
+        grad = Array3f(grad_image)
+        if pbc.width(grad) not in (1, w * h):
+            raise ValueError(f'render_backward: the adjoint image has {pbc.width(grad)} pixels, '
+                             f'not {w} x {h}')
+        rng = pbc.llvm.PCG32(size=w * h, initstate=PCG32_STATE + seed)
+        with pbc.suspend_grad():
+            self._pixels_backward(w, h, spp, rng, pbc.detach(grad) / spp, mode)
+
+    @pbc.syntax
+    def _pixels_backward(self, w, h, spp, rng, grad, mode):
+        s = UInt32(0)
+        while pbc.hint(s < spp, mode=mode, label='samples'):
+            # (the random numbers of _pixels, in its order)
+            du, dv = rng.next_float32(), rng.next_float32()
+            o, d = camera_rays(self.scene.camera, w, h, du, dv)
+            start = UInt64(rng.state)
+            L = self._path(o, d, rng, mode)
+            rng.state = start
+            self._replay(o, d, rng, L, grad, mode)
+            s += 1
+
+    @pbc.syntax
+    def _replay(self, o, d, rng, L, grad, mode):
+        """The path that _path traced from (o, d) with these random numbers again, L its
+        radiance: backpropagates grad times its derivatives, vertex by vertex."""
+        geo = self.geometry
+        beta = Array3f(1.0)
+        depth = UInt32(0)
+        prev_pdf, prev_delta = Float(1.0), Bool(True)
+        hit = geo.ray_intersect(o, d, mode=mode)
+        active = hit.valid
+        while pbc.hint(active, mode=mode, label='replay'):
+            shape = geo.shape_id(hit)
+            si = geo.surface_point(hit, o, d, shape)
+            wi = -d
+            L -= self._emitted(hit, si, shape, wi, beta, prev_pdf, prev_delta)
+            more = depth + 1 < self.max_depth
+            bsdf = pbc.gather(Ptr[BSDF], self.shape_bsdf, shape, more)
+            with pbc.resume_grad():
+                direct = self._next_event(si, wi, bsdf, more, beta, rng, mode)
+            u_bsdf = Array2f(rng.next_float32(), rng.next_float32())
+            wo, bsdf_weight, pdf = bsdf.sample(si, wi, u_bsdf)
+            # (what arrives from further along the path: its vertices' contributions all
+            # carry this vertex's BSDF value in the throughput)
+            L -= pbc.detach(direct)
+            with pbc.resume_grad():
+                f, _ = bsdf.eval_pdf(si, wi, wo)
+                value = pbc.detach(f)
+                nonzero = value > 0
+                ratio = pbc.select(nonzero, f / pbc.select(nonzero, value, 1.0), 0.0)
+                pbc.backward_from(grad * (direct + L * ratio))
+            beta *= bsdf_weight
+            prev_pdf, prev_delta = pdf, Bool(False)
+            beta, survive = self._roulette(beta, depth, rng)
+
+            o, d = spawn(si.p, si.n, wo), wo
+            hit = geo.ray_intersect(o, d, mode=mode)
+            depth += 1
+            active = more & survive & (pbc.max(beta) > 0) & hit.valid
