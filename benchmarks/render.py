@@ -7,7 +7,11 @@ ratio pbc / Mitsuba:
   pixel centre, 64 cosine-weighted shadow rays of length 0.1 x the box diagonal per hit),
   in Mitsuba written against its Python API;
 - path tracing, 512 x 512 pixels, 16 paths per pixel of at most 8 segments, Russian
-  roulette from depth 5: renderer.path against Mitsuba's `path` integrator.
+  roulette from depth 5: renderer.path against Mitsuba's `path` integrator;
+- one gradient step of Path Replay Backpropagation, 256 x 256 pixels, 4 paths per pixel of
+  at most 4 segments: the image, then the gradient of its mean square w.r.t. the left
+  wall's albedo, renderer.prb against Mitsuba's `prb` integrator (each: a primal render,
+  then one that traces each path and replays it).
 
     python -m benchmarks render
 
@@ -100,8 +104,62 @@ def _pbc_path(size, spp):
     return _renders(path.PathTracer(scene.load(SCENE), max_depth=8, rr_depth=5), size, spp)
 
 
+def _pbc_prb(size, spp):
+    sys.path.insert(0, os.path.join(ROOT, 'samples'))
+    from renderer import prb, scene
+
+    import pbc
+
+    tracer = prb.PathReplay(scene.load(SCENE), max_depth=4)
+    left = tracer.bsdfs[[m.name for m in tracer.scene.meshes].index('left_wall')]
+    pbc.enable_grad(left.albedo)
+
+    def render():
+        pbc.clear_grad(left.albedo)
+        with pbc.suspend_grad():
+            image = tracer.render(size, size, spp)
+        tracer.render_backward(image * (2 / (3 * size * size)), size, size, spp)
+        grad = pbc.grad(left.albedo)
+        pbc.eval(grad)
+        return grad.numpy()
+    return render
+
+
+def _mitsuba_prb(size, spp):
+    import drjit as dr
+    import mitsuba as mi
+    scene = _mitsuba_scene(size, spp, {'type': 'prb', 'max_depth': 4})
+    params = mi.traverse(scene)
+    key = 'left_wall.bsdf.reflectance.value'
+    dr.enable_grad(params[key])
+    params.update()
+
+    def render():
+        dr.clear_grad(params[key])
+        image = mi.render(scene, params, spp=spp)
+        dr.backward(dr.mean(dr.square(image), axis=None))
+        grad = dr.grad(params[key])
+        dr.eval(grad)
+        dr.sync_thread()
+        return grad.numpy()
+    return render
+
+
 def _mitsuba_path(size, spp):
     import drjit as dr
+    import mitsuba as mi
+    scene = _mitsuba_scene(size, spp, {'type': 'path', 'max_depth': 8, 'rr_depth': 5})
+
+    def render():
+        image = mi.render(scene, spp=spp)
+        dr.eval(image)
+        dr.sync_thread()
+        return image.numpy()
+    return render
+
+
+def _mitsuba_scene(size, spp, integrator):
+    """The Cornell box as a Mitsuba scene, with this integrator."""
     import mitsuba as mi
     mi.set_variant('llvm_ad_rgb')
     with open(os.path.join(SCENE, 'scene.json')) as f:
@@ -109,8 +167,7 @@ def _mitsuba_path(size, spp):
     cam = desc['camera']
     film = {'type': 'hdrfilm', 'width': size, 'height': size, 'rfilter': {'type': 'box'},
             'pixel_format': 'rgb'}
-    scene = {'type': 'scene',
-             'integrator': {'type': 'path', 'max_depth': 8, 'rr_depth': 5},
+    scene = {'type': 'scene', 'integrator': integrator,
              'sensor': {'type': 'perspective', 'fov': cam['fov_deg'], 'fov_axis': 'x',
                         'near_clip': cam['near_clip'], 'far_clip': cam['far_clip'],
                         'to_world': mi.ScalarTransform4f().look_at(
@@ -127,18 +184,12 @@ def _mitsuba_path(size, spp):
             shape['emitter'] = {'type': 'area',
                                 'radiance': {'type': 'rgb', 'value': radiance[m['name']]}}
         scene[m['name']] = shape
-    scene = mi.load_dict(scene)
-
-    def render():
-        image = mi.render(scene, spp=spp)
-        dr.eval(image)
-        dr.sync_thread()
-        return image.numpy()
-    return render
+    return mi.load_dict(scene)
 
 
 TASKS = {('ao', 'pbc'): _pbc_ao, ('ao', 'mitsuba'): _mitsuba_ao,
-         ('path', 'pbc'): _pbc_path, ('path', 'mitsuba'): _mitsuba_path}
+         ('path', 'pbc'): _pbc_path, ('path', 'mitsuba'): _mitsuba_path,
+         ('prb', 'pbc'): _pbc_prb, ('prb', 'mitsuba'): _mitsuba_prb}
 
 
 def child(task, lib, size, spp):
@@ -160,7 +211,8 @@ def main():
           f'load average {os.getloadavg()[0]:.2f}')
     os.environ.setdefault('DRJIT_LIBLLVM_PATH', LLVM19)
     for task, size, spp, label in (('ao', 512, 64, 'AO 512x512, 64 rays/pixel'),
-                                   ('path', 512, 16, 'path 512x512, 16 spp, depth 8')):
+                                   ('path', 512, 16, 'path 512x512, 16 spp, depth 8'),
+                                   ('prb', 256, 4, 'PRB step 256x256, 4 spp, depth 4')):
         runs = best_of_rounds({name: ('render', (task, lib, str(size), str(spp)), None)
                                for lib, name in (('pbc', 'pbc'),
                                                  ('mitsuba', 'Mitsuba 3.9.1'))})
