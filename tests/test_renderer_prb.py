@@ -54,11 +54,16 @@ def _gradients(tracer, white, textured, run):
 @pytest.mark.parametrize('mode', MODES)
 def test_path_replay_matches_reverse_mode_through_the_evaluated_path_tracer(setup, mode):
     tracer, white, textured, adjoint = setup
-    prb = _gradients(tracer, white, textured,
-                     lambda: tracer.render_backward(adjoint, W, H, SPP, mode=mode))
+    images = []
+    prb = _gradients(tracer, white, textured, lambda: images.append(
+        tracer.render_backward(adjoint, W, H, SPP, mode=mode, seed=3)))
+    # (it returns the image of the paths it replayed)
+    with pbc.suspend_grad():
+        np.testing.assert_array_equal(images[0].numpy(),
+                                      tracer.render(W, H, SPP, mode=mode, seed=3).numpy())
 
     def wavefront():
-        image = tracer.render(W, H, SPP, mode='evaluated')
+        image = tracer.render(W, H, SPP, mode='evaluated', seed=3)
         pbc.backward(pbc.sum(pbc.sum(image * adjoint)))
     reference = _gradients(tracer, white, textured, wavefront)
     for got, want in zip(prb, reference):
@@ -108,3 +113,14 @@ def test_path_replay_is_one_kernel(setup):
     assert all(k['size'] in (W * H, 1, 12) for k in kernels)
     with pytest.raises(ValueError, match='adjoint image has 5 pixels'):
         tracer.render_backward(Array3f(np.ones((3, 5), np.float32)), W, H, SPP)
+
+
+def test_inverse_rendering_lowers_the_loss_without_recompiling():
+    import inverse_rendering
+    r = inverse_rendering.optimize(size=16, spp=4, steps=8, view_spp=4)
+    losses, compiled = r['losses'], r['compiled']
+    assert losses[-1] < losses[0] / 4, losses
+    assert compiled[0] > 0 and not any(compiled[1:]), compiled
+    hidden, initial, recovered = r['textures']
+    assert np.abs(recovered - hidden).mean() < np.abs(initial - hidden).mean()
+    assert r['final'].shape == (16, 16, 3) and (recovered >= 0).all() and (recovered <= 1).all()

@@ -14,7 +14,7 @@ sample (2), Russian roulette (1)."""
 import numpy as np
 
 import pbc
-from pbc.llvm import PCG32, Array2f, Array3f, Bool, Float, Ptr, UInt32
+from pbc.llvm import PCG32, Array2f, Array3f, Bool, Float, Ptr, UInt32, UInt64
 
 from .ao import RAY_EPSILON, camera_rays
 from .materials import BSDF, Diffuse, Emitter, scene_emitters
@@ -73,8 +73,13 @@ class PathTracer:
         random number streams (0: PCG32's defaults, as Mitsuba's independent sampler)."""
         cam = self.scene.camera
         w, h = w or cam.width, h or cam.height
-        rng = PCG32(size=w * h, initstate=PCG32_STATE + seed)
-        return self._pixels(w, h, spp, rng, mode)
+        return self._pixels(w, h, spp, self._streams(w * h, seed), mode)
+
+    @staticmethod
+    def _streams(size, seed):
+        """A PCG32 stream per pixel; the seed lives in memory, so that another seed runs
+        the same kernel."""
+        return PCG32(size=size, initstate=pbc.opaque(UInt64, PCG32_STATE + seed))
 
     @pbc.syntax
     def _pixels(self, w, h, spp, rng, mode):

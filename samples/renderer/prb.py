@@ -22,7 +22,7 @@ from pbc.llvm import Array2f, Array3f, Bool, Float, Ptr, UInt32, UInt64
 
 from .ao import camera_rays
 from .materials import BSDF
-from .path import PCG32_STATE, PathTracer, spawn
+from .path import PathTracer, spawn
 
 
 class PathReplay(PathTracer):
@@ -31,19 +31,21 @@ class PathReplay(PathTracer):
     def render_backward(self, grad_image, w=None, h=None, spp=16, mode=None, seed=0):
         """Adds the derivatives of sum(render(w, h, spp, mode, seed) * grad_image) (the
         image's adjoint, an Array3f of w * h pixels) w.r.t. the parameters that carry
-        derivatives to their gradients. Returns nothing: read them with pbc.grad."""
+        derivatives to their gradients (read them with pbc.grad). Returns the image of
+        the paths it replayed: render(w, h, spp, mode, seed)'s."""
         cam = self.scene.camera
         w, h = w or cam.width, h or cam.height
         grad = Array3f(grad_image)
         if pbc.width(grad) not in (1, w * h):
             raise ValueError(f'render_backward: the adjoint image has {pbc.width(grad)} pixels, '
                              f'not {w} x {h}')
-        rng = pbc.llvm.PCG32(size=w * h, initstate=PCG32_STATE + seed)
         with pbc.suspend_grad():
-            self._pixels_backward(w, h, spp, rng, pbc.detach(grad) / spp, mode)
+            return self._pixels_backward(w, h, spp, self._streams(w * h, seed),
+                                         pbc.detach(grad) / spp, mode)
 
     @pbc.syntax
     def _pixels_backward(self, w, h, spp, rng, grad, mode):
+        total = Array3f(0.0)
         s = UInt32(0)
         while pbc.hint(s < spp, mode=mode, label='samples'):
             # (the random numbers of _pixels, in its order)
@@ -53,13 +55,16 @@ class PathReplay(PathTracer):
             L = self._path(o, d, rng, mode)
             rng.state = start
             self._replay(o, d, rng, L, grad, mode)
+            total += L
             s += 1
+        return total / spp
 
     @pbc.syntax
     def _replay(self, o, d, rng, L, grad, mode):
         """The path that _path traced from (o, d) with these random numbers again, L its
         radiance: backpropagates grad times its derivatives, vertex by vertex."""
         geo = self.geometry
+        remaining = Array3f(L)          # (a copy: the loop changes it in place)
         beta = Array3f(1.0)
         depth = UInt32(0)
         prev_pdf, prev_delta = Float(1.0), Bool(True)
@@ -69,7 +74,7 @@ class PathReplay(PathTracer):
             shape = geo.shape_id(hit)
             si = geo.surface_point(hit, o, d, shape)
             wi = -d
-            L -= self._emitted(hit, si, shape, wi, beta, prev_pdf, prev_delta)
+            remaining -= self._emitted(hit, si, shape, wi, beta, prev_pdf, prev_delta)
             more = depth + 1 < self.max_depth
             bsdf = pbc.gather(Ptr[BSDF], self.shape_bsdf, shape, more)
             with pbc.resume_grad():
@@ -78,13 +83,13 @@ class PathReplay(PathTracer):
             wo, bsdf_weight, pdf = bsdf.sample(si, wi, u_bsdf)
             # (what arrives from further along the path: its vertices' contributions all
             # carry this vertex's BSDF value in the throughput)
-            L -= pbc.detach(direct)
+            remaining -= pbc.detach(direct)
             with pbc.resume_grad():
                 f, _ = bsdf.eval_pdf(si, wi, wo)
                 value = pbc.detach(f)
                 nonzero = value > 0
                 ratio = pbc.select(nonzero, f / pbc.select(nonzero, value, 1.0), 0.0)
-                pbc.backward_from(grad * (direct + L * ratio))
+                pbc.backward_from(grad * (direct + remaining * ratio))
             beta *= bsdf_weight
             prev_pdf, prev_delta = pdf, Bool(False)
             beta, survive = self._roulette(beta, depth, rng)
