@@ -1,7 +1,9 @@
-"""The paper's ablation on primal path tracing: the sample renderer's path tracer
-(samples/renderer/path.py) on the Cornell box, from a wavefront baseline (loops and calls
-evaluated: a kernel per loop iteration and per call target, every optimization off) to the
-megakernel, turning on one feature of the JIT at a time in the order of the paper's figure:
+"""The paper's ablation on primal path tracing and on Path Replay Backpropagation: the
+sample renderer's path tracer (samples/renderer/path.py) on the Cornell box, and the
+gradient of its image w.r.t. every material's albedo (samples/renderer/prb.py), each from
+a wavefront baseline (loops and calls evaluated: a kernel per loop iteration and per call
+target, every optimization off) to the megakernel, turning on one feature of the JIT at a
+time in the order of the paper's figure:
 
     a  wavefront baseline          e  + call optimizations (OptimizeCalls)
     b  + constant propagation      f  + value numbering
@@ -13,20 +15,20 @@ For each step, in a fresh process with an empty kernel cache: the kernels launch
 IR operations (the paper's table of kernel sizes), tracing, compile and run times of the
 first render and the warm render time (the best of three), peak memory, and the call
 statistics of kernel assembly (call targets, those merged, call inputs and outputs removed,
-loop state removed). Prints a table and writes it as Markdown, with a plot of the times
-when matplotlib is installed, to PBC_PAPER_OUT (default: the current directory).
+loop state removed). Prints a table per task and writes them as Markdown, with a plot of
+the times when matplotlib is installed, to PBC_PAPER_OUT (default: the current directory).
 
     python -m benchmarks paper           # 256 x 256 pixels, 4 paths per pixel
     PBC_PAPER_SIZE=128 PBC_PAPER_SPP=2 python -m benchmarks paper
-
-(The same ablation for Path Replay Backpropagation follows the derivatives of loops and
-calls.)
+    PBC_PAPER_TASKS=prb python -m benchmarks paper     # one of the tasks: path, prb
 """
 
 import json
 import os
 import sys
 import time
+
+import numpy as np
 
 from benchmarks import ROOT, cpu_model, run_child
 
@@ -41,6 +43,7 @@ STEPS = [('a', 'wavefront baseline', ()),
          ('g', '+ loop tracing', ('SymbolicLoops',)),
          ('h', '+ loop optimizations', ('OptimizeLoops',))]
 WARM_REPEAT = 3                # warm: the best of this many renders
+TASKS = {'path': 'Primal path tracing', 'prb': 'Path Replay Backpropagation (albedo gradients)'}
 STATS = ('call_targets', 'call_targets_merged', 'call_inputs_removed', 'call_outputs_removed',
          'loop_state_removed')
 
@@ -55,22 +58,40 @@ def flags_of(step):
     raise ValueError(f'no step {step!r}')
 
 
-def child(step, size, spp):
+def _task(name, size, spp):
+    """A function running the task once: its result (the image, or the gradients) as a
+    NumPy array."""
     sys.path.insert(0, os.path.join(ROOT, 'samples'))
-    from renderer import path, scene
+    from renderer import prb, scene
 
+    import pbc
+    tracer = prb.PathReplay(scene.load(os.path.join(ROOT, 'samples', 'scenes', 'cornell')))
+    if name == 'path':
+        return lambda: tracer.render(size, size, spp).numpy()
+    albedos = [b.albedo for b in dict.fromkeys(tracer.bsdfs)]
+    pbc.enable_grad(*albedos)
+    adjoint = pbc.llvm.Array3f(1.0 / (3 * size * size))      # (of the image's mean)
+
+    def run():
+        pbc.clear_grad(*albedos)
+        tracer.render_backward(adjoint, size, size, spp)
+        grads = [pbc.grad(a) for a in albedos]
+        pbc.eval(grads)
+        return np.concatenate([g.numpy().ravel() for g in grads])
+    return run
+
+
+def child(task, step, size, spp):
     import pbc
     on = flags_of(step)
     for name in FLAGS:
         pbc.set_flag(getattr(pbc.JitFlag, name), name in on)
-    tracer = path.PathTracer(scene.load(os.path.join(ROOT, 'samples', 'scenes', 'cornell')))
+    run = _task(task, size, spp)
     pbc.eval(pbc.arange(pbc.llvm.Float, 10) * 0.5)        # one-time LLVM setup, untimed
     pbc.set_flag(pbc.JitFlag.KernelHistory, True)
     pbc.kernel_history_clear()
     t0 = time.perf_counter()
-    image = tracer.render(size, size, spp)
-    pbc.eval(image)
-    pbc.sync_thread()                          # (launches return while the kernel runs)
+    result = run()                             # (reading it waits for the kernels)
     t2 = time.perf_counter()
     hist = pbc.kernel_history()
     pbc.set_flag(pbc.JitFlag.KernelHistory, False)
@@ -80,30 +101,54 @@ def child(step, size, spp):
                first=t2 - t0, compile=compile_time, run=run_time,
                trace=max(t2 - t0 - compile_time - run_time, 0.0),
                peak_memory=pbc._runtime.memory_usage()[1],
-               mean=float(image.numpy().mean()),
+               mean=float(result.mean()),
                **{s: sum(k.get(s, 0) for k in hist) for s in STATS})
     warm = []
     for _ in range(WARM_REPEAT):
         t0 = time.perf_counter()
-        pbc.eval(tracer.render(size, size, spp))
-        pbc.sync_thread()
+        run()
         warm.append(time.perf_counter() - t0)
     out['warm'] = min(warm)
     return out
+
+
+HEADER = ('step', 'kernels', 'IR ops', 'trace ms', 'compile ms', 'run ms', 'first ms',
+          'warm ms', 'peak MiB', 'targets', 'merged', 'inputs -', 'outputs -', 'loop state -')
 
 
 def main():
     t0 = time.perf_counter()
     size = int(os.environ.get('PBC_PAPER_SIZE', '256'))
     spp = int(os.environ.get('PBC_PAPER_SPP', '4'))
-    print(f'pbc: the paper\'s ablation, primal path tracing of the Cornell box, {size}x{size} '
-          f'pixels, {spp} paths per pixel, on {cpu_model()} ({os.cpu_count()} CPUs)')
-    header = ('step', 'kernels', 'IR ops', 'trace ms', 'compile ms', 'run ms', 'first ms',
-              'warm ms', 'peak MiB', 'targets', 'merged', 'inputs -', 'outputs -',
-              'loop state -')
+    tasks = os.environ.get('PBC_PAPER_TASKS', 'path,prb').split(',')
+    out = os.environ.get('PBC_PAPER_OUT', '.')
+    lines = []
+    for task in tasks:
+        title = (f'{TASKS[task]} of the Cornell box, {size}x{size} pixels, {spp} paths per '
+                 f'pixel, {cpu_model()} ({os.cpu_count()} CPUs)')
+        print(f"pbc: the paper's ablation, {title[0].lower()}{title[1:]}")
+        rows = _ablation(task, size, spp)
+        lines += [title, '', '| ' + ' | '.join(HEADER) + ' |', '|' + '---|' * len(HEADER)]
+        for key, label, r in rows:
+            lines.append('| ' + ' | '.join([
+                f'{key} {label}', str(r['kernels']), str(r['ir_ops']),
+                *(f'{r[k] * 1e3:.0f}' for k in ('trace', 'compile', 'run', 'first', 'warm')),
+                f'{r["peak_memory"] / 2**20:.1f}', *(str(r[s]) for s in STATS)]) + ' |')
+        lines.append('')
+        _plot(rows, os.path.join(out, f'paper_ablation_{task}.png'),
+              f'{TASKS[task]}: from wavefront (a) to megakernel (h)')
+    path = os.path.join(out, 'paper_ablation.md')
+    with open(path, 'w') as f:
+        f.write('\n'.join(lines))
+    print(f'  tables: {path}')
+    print(f'total {time.perf_counter() - t0:.1f} s')
+
+
+def _ablation(task, size, spp):
+    """Runs every step of the task in a child; prints a line per step, returns the rows."""
     rows = []
     for key, label, _ in STEPS:
-        r = run_child('paper', key, str(size), str(spp))
+        r = run_child('paper', task, key, str(size), str(spp))
         if 'error' in r:
             print(f'  {key} {label}: {r["error"]}')
             continue
@@ -116,24 +161,10 @@ def main():
         print(f'  megakernel (h) against the wavefront baseline (a), warm: '
               f'{a["warm"] / h["warm"]:.1f}x faster, '
               f'{a["peak_memory"] / max(h["peak_memory"], 1):.1f}x less peak memory')
-    out = os.environ.get('PBC_PAPER_OUT', '.')
-    lines = [f'Primal path tracing of the Cornell box, {size}x{size} pixels, {spp} paths per '
-             f'pixel, {cpu_model()} ({os.cpu_count()} CPUs)', '',
-             '| ' + ' | '.join(header) + ' |', '|' + '---|' * len(header)]
-    for key, label, r in rows:
-        lines.append('| ' + ' | '.join([
-            f'{key} {label}', str(r['kernels']), str(r['ir_ops']),
-            *(f'{r[k] * 1e3:.0f}' for k in ('trace', 'compile', 'run', 'first', 'warm')),
-            f'{r["peak_memory"] / 2**20:.1f}', *(str(r[s]) for s in STATS)]) + ' |')
-    path = os.path.join(out, 'paper_ablation.md')
-    with open(path, 'w') as f:
-        f.write('\n'.join(lines) + '\n')
-    print(f'  table: {path}')
-    _plot(rows, os.path.join(out, 'paper_ablation.png'))
-    print(f'total {time.perf_counter() - t0:.1f} s')
+    return rows
 
 
-def _plot(rows, path):
+def _plot(rows, path, title):
     """Bars of trace, compile and run time (of the first render) and the warm render time
     per step, side by side on a log scale."""
     try:
@@ -152,7 +183,7 @@ def _plot(rows, path):
     ax.set_xticks(range(len(rows)), [f'{key}' for key, _, _ in rows])
     ax.set_yscale('log')
     ax.set_ylabel('ms')
-    ax.set_title('Primal path tracing: from wavefront (a) to megakernel (h)')
+    ax.set_title(title)
     ax.legend()
     fig.tight_layout()
     fig.savefig(path, dpi=120)
@@ -161,6 +192,6 @@ def _plot(rows, path):
 
 if __name__ == '__main__':
     if sys.argv[1:2] == ['child']:
-        print(json.dumps(child(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]))))
+        print(json.dumps(child(sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5]))))
     else:
         main()
