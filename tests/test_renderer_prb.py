@@ -111,6 +111,14 @@ def test_path_replay_is_one_kernel(setup):
     # widths, sum the gradients' per-thread copies).
     assert [k['size'] for k in kernels if k['size'] == W * H] == [W * H]
     assert all(k['size'] in (W * H, 1, 12) for k in kernels)
+    # Without parameters that carry derivatives, there is nothing to propagate.
+    for mode in MODES:
+        with pbc.suspend_grad():
+            plain = tracer.render(W, H, SPP, mode=mode).numpy()
+        white.albedo, textured.texture = (Array3f(a.numpy()) for a in (white.albedo,
+                                                                      textured.texture))
+        np.testing.assert_array_equal(
+            tracer.render_backward(adjoint, W, H, SPP, mode=mode).numpy(), plain)
     with pytest.raises(ValueError, match='adjoint image has 5 pixels'):
         tracer.render_backward(Array3f(np.ones((3, 5), np.float32)), W, H, SPP)
 

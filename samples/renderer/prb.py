@@ -89,7 +89,9 @@ class PathReplay(PathTracer):
                 value = pbc.detach(f)
                 nonzero = value > 0
                 ratio = pbc.select(nonzero, f / pbc.select(nonzero, value, 1.0), 0.0)
-                pbc.backward_from(grad * (direct + remaining * ratio))
+                # (a vertex whose contributions no parameter changes: nothing to do)
+                pbc.backward_from(grad * (direct + remaining * ratio),
+                                  flags=pbc.ADFlag.Default | pbc.ADFlag.AllowNoGrad)
             beta *= bsdf_weight
             prev_pdf, prev_delta = pdf, Bool(False)
             beta, survive = self._roulette(beta, depth, rng)
