@@ -11,6 +11,7 @@ import numpy as np
 
 from ._runtime import VECTOR_CLASSES, ArrayBase, VarState, VectorBase
 from .ad.api import GradAttribute
+from .evaluate import eval as _eval
 from .printing import array_repr
 
 _VECTORS = VECTOR_CLASSES      # (size, flat class) -> vector class
@@ -222,6 +223,7 @@ class StaticArray(VectorBase):
     def numpy(self):
         """Shape (Size, N), static dimension first (as Dr.Jit)."""
         w = self.width()
+        _eval(self)                 # (the components in one kernel, not one each)
         parts = [c.numpy() for c in self._items]
         return np.stack([np.broadcast_to(p, p.shape[:-1] + (w,)) for p in parts])
 
@@ -405,6 +407,7 @@ class Matrix:
 
     def numpy(self):
         """Shape (Size, Size, N)."""
+        _eval(self)
         return np.stack([r.numpy() for r in self._rows])
 
     __array__ = _numpy_array

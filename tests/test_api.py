@@ -95,6 +95,18 @@ def test_numpy_and_dlpack_interop():
     assert x.__dlpack_device__() == (1, 0)
 
 
+def test_reading_a_vector_or_matrix_evaluates_its_components_in_one_kernel():
+    # (one kernel per component would trace and run what they share once each)
+    x = pbc.arange(Float, 100) * 0.5
+    shared = pbc.sin(x) * pbc.exp(x * 0.01)
+    m = pbc.llvm.Matrix2f(shared, x, shared * 2, x + 1)
+    for value, shape in ((Array3f(shared, shared + 1, x * shared), (3, 100)), (m, (2, 2, 100))):
+        with pbc.scoped_set_flag(pbc.JitFlag.KernelHistory, True):
+            pbc.kernel_history_clear()
+            assert value.numpy().shape == shape
+            assert len(pbc.kernel_history()) == 1
+
+
 def test_static_vectors():
     v = Array3f(1, 2, 3)
     w = Array3f(pbc.arange(Float, 3), 1, 0)

@@ -133,12 +133,8 @@ class PathTracer:
             wo, bsdf_weight, pdf = bsdf.sample(si, wi, u_bsdf)
             beta *= bsdf_weight
             prev_pdf, prev_delta = pdf, Bool(False)
-            beta, survive = self._roulette(beta, depth, rng)
-
-            o, d = spawn(si.p, si.n, wo), wo
-            hit = geo.ray_intersect(o, d, mode=mode)
+            o, d, hit, beta, active = self._advance(si, wo, beta, depth, more, rng, mode)
             depth += 1
-            active = more & survive & (pbc.max(beta) > 0) & hit.valid
         return radiance
 
     def _emitted(self, hit, si, shape, wi, beta, prev_pdf, prev_delta):
@@ -170,9 +166,15 @@ class PathTracer:
         return pbc.select(lit & ~blocked, beta * f * le_q * (mis_weight(pdf_l, bsdf_pdf) / pdf_l),
                           Array3f(0.0))
 
-    def _roulette(self, beta, depth, rng):
-        """Russian roulette from depth rr_depth on: (beta, whether the path goes on)."""
+    def _advance(self, si, wo, beta, depth, more, rng, mode):
+        """The path's next segment, from si in direction wo, past Russian roulette (from
+        depth rr_depth on): (its origin, direction and hit, beta, whether the path goes
+        on)."""
         u_rr = rng.next_float32()
         rr_prob = pbc.minimum(pbc.max(beta), 0.95)
         roulette = depth + 1 >= self.rr_depth
-        return pbc.select(roulette, beta / rr_prob, beta), ~roulette | (u_rr < rr_prob)
+        beta = pbc.select(roulette, beta / rr_prob, beta)
+        survive = ~roulette | (u_rr < rr_prob)
+        o = spawn(si.p, si.n, wo)
+        hit = self.geometry.ray_intersect(o, wo, mode=mode)
+        return o, wo, hit, beta, more & survive & (pbc.max(beta) > 0) & hit.valid

@@ -22,7 +22,7 @@ from pbc.llvm import Array2f, Array3f, Bool, Float, Ptr, UInt32, UInt64
 
 from .ao import camera_rays
 from .materials import BSDF
-from .path import PathTracer, spawn
+from .path import PathTracer
 
 
 class PathReplay(PathTracer):
@@ -94,9 +94,5 @@ class PathReplay(PathTracer):
                                   flags=pbc.ADFlag.Default | pbc.ADFlag.AllowNoGrad)
             beta *= bsdf_weight
             prev_pdf, prev_delta = pdf, Bool(False)
-            beta, survive = self._roulette(beta, depth, rng)
-
-            o, d = spawn(si.p, si.n, wo), wo
-            hit = geo.ray_intersect(o, d, mode=mode)
+            o, d, hit, beta, active = self._advance(si, wo, beta, depth, more, rng, mode)
             depth += 1
-            active = more & survive & (pbc.max(beta) > 0) & hit.valid
