@@ -59,6 +59,8 @@ def _grid(x):
     w = _width([len(c) for r in rows for c in r])
     if w is None:
         return None
+    from .evaluate import eval as evaluate
+    evaluate(x)                     # (the components in one kernel, not one each)
     g = np.array([[np.broadcast_to(c.numpy(), w) for c in r] for r in rows])
     if w == 0:
         return np.zeros((0,))
