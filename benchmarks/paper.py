@@ -126,7 +126,7 @@ def main():
     for task in tasks:
         title = (f'{TASKS[task]} of the Cornell box, {size}x{size} pixels, {spp} paths per '
                  f'pixel, {cpu_model()} ({os.cpu_count()} CPUs)')
-        print(f"pbc: the paper's ablation, {title[0].lower()}{title[1:]}")
+        print(f"pbc: the paper's ablation: {title}")
         rows = _ablation(task, size, spp)
         lines += [title, '', '| ' + ' | '.join(HEADER) + ' |', '|' + '---|' * len(HEADER)]
         for key, label, r in rows:
