@@ -118,7 +118,9 @@ def _pbc_prb(size, spp):
         pbc.clear_grad(left.albedo)
         with pbc.suspend_grad():
             image = tracer.render(size, size, spp)
-        tracer.render_backward(image * (2 / (3 * size * size)), size, size, spp)
+        # (other random numbers than the image's, as Mitsuba's render does by default:
+        # the gradient of the expected image's mean square, without the noise's variance)
+        tracer.render_backward(image * (2 / (3 * size * size)), size, size, spp, seed=1)
         grad = pbc.grad(left.albedo)
         pbc.eval(grad)
         return grad.numpy()
