@@ -132,3 +132,16 @@ def test_inverse_rendering_lowers_the_loss_without_recompiling():
     hidden, initial, recovered = r['textures']
     assert np.abs(recovered - hidden).mean() < np.abs(initial - hidden).mean()
     assert r['final'].shape == (16, 16, 3) and (recovered >= 0).all() and (recovered <= 1).all()
+
+
+def test_inverse_rendering_sample_writes_its_images(tmp_path, monkeypatch, capsys):
+    for name in ('tqdm', 'matplotlib', 'PIL'):          # (the `samples` extra)
+        pytest.importorskip(name)
+    import inverse_rendering
+    monkeypatch.setattr(sys, 'argv', ['inverse_rendering.py', '--size', '12', '--spp', '2',
+                                      '--steps', '3', '--view-spp', '2',
+                                      '--output-dir', str(tmp_path)])
+    inverse_rendering.main()
+    for name in ('target', 'initial', 'final', 'textures', 'loss'):
+        assert (tmp_path / f'{name}.png').stat().st_size > 0
+    assert 'x lower' in capsys.readouterr().out
