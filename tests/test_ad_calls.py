@@ -236,6 +236,38 @@ def test_scatter_adds_in_call_targets_differentiate(mode):
     np.testing.assert_allclose(grads[1], [gp], rtol=1e-12)
 
 
+class Splat(pbc.Object):
+    """A method that splats into a film (held by the instance) at the instance's entry."""
+
+    def __init__(self, entry, scale, film):
+        super().__init__()
+        self.entry, self.scale, self.film = entry, Float64(scale), film
+
+    def shade(self, v):
+        pbc.scatter_add(self.film, v * v * self.scale, UInt32(self.entry))
+        return v * self.scale
+
+
+@pytest.mark.parametrize('mode', MODES)
+def test_scatter_adds_in_methods_differentiate(mode):
+    # Methods of instances with a differentiable attribute each, splatting into a film
+    # that they hold: derivatives w.r.t. the argument and the attributes, by hand.
+    film = Float64(np.zeros(3))
+    a, b = Splat(0, 1.5, film), Splat(2, 0.5, film)
+    x = Float64(0.3, 0.6, 0.9)
+    pbc.enable_grad(x, a.scale, b.scale)
+    y = Ptr[Splat]([a, b, a]).shade(x, mode=mode)
+    w = np.array([1.0, 2.0, 3.0])
+    pbc.backward(pbc.sum(y) + pbc.sum(film * Float64(w)))
+    np.testing.assert_allclose(film.numpy(), [1.5 * (0.09 + 0.81), 0, 0.5 * 0.36])
+    np.testing.assert_allclose(pbc.grad(x).numpy(), [1.5 + w[0] * 2 * 1.5 * 0.3,
+                                                    0.5 + w[2] * 2 * 0.5 * 0.6,
+                                                    1.5 + w[0] * 2 * 1.5 * 0.9], rtol=1e-12)
+    np.testing.assert_allclose(pbc.grad(a.scale).numpy(), [0.3 + 0.9 + w[0] * (0.09 + 0.81)],
+                               rtol=1e-12)
+    np.testing.assert_allclose(pbc.grad(b.scale).numpy(), [0.6 + w[2] * 0.36], rtol=1e-12)
+
+
 def test_scatter_adds_in_a_loop_inside_a_call_target_are_a_clear_error():
     film, x = Float64(0.0, 0.0), Float64(1.0, 2.0)
     pbc.enable_grad(x)

@@ -102,11 +102,11 @@ def test_reading_a_vector_or_matrix_evaluates_its_components_in_one_kernel():
     m = pbc.llvm.Matrix2f(shared, x, shared * 2, x + 1)
     for make, shape in ((lambda: Array3f(shared, shared + 1, x * shared), (3, 100)),
                         (lambda: m * 1.5, (2, 2, 100))):
-        for read in (lambda v: v.numpy().shape == shape, lambda v: '[' in repr(v)):
+        for read in (lambda v: v.numpy().shape, lambda v: '[' in repr(v)):
             value = make()
             with pbc.scoped_set_flag(pbc.JitFlag.KernelHistory, True):
                 pbc.kernel_history_clear()
-                assert read(value)
+                assert read(value) in (shape, True)
                 assert len(pbc.kernel_history()) == 1
 
 
