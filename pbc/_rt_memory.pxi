@@ -254,9 +254,8 @@ def scatter(ArrayBase target, value, index, active=True, int reduce=0, bint disj
             raise NotImplementedError(
                 'pbc.scatter: derivatives of this scatter inside a symbolic loop or call '
                 'are not supported yet (its target or value carries derivatives; those of '
-                "scatter_add's in a loop's body or a call's target are, but not in one "
-                'nested in another): run the loop or call in evaluated mode, or detach '
-                'them with pbc.detach()')
+                "scatter_add are): run the loop or call in evaluated mode, or detach them "
+                'with pbc.detach()')
         scatter_obj(target, value, index, active, reduce, disjoint)
         return
     cdef uint32_t old, n

@@ -268,21 +268,6 @@ def test_scatter_adds_in_methods_differentiate(mode):
     np.testing.assert_allclose(pbc.grad(b.scale).numpy(), [0.6 + w[2] * 0.36], rtol=1e-12)
 
 
-def test_scatter_adds_in_a_loop_inside_a_call_target_are_a_clear_error():
-    film, x = Float64(0.0, 0.0), Float64(1.0, 2.0)
-    pbc.enable_grad(x)
-
-    def looping(v):
-        def body(i, y):
-            pbc.scatter_add(film, y, UInt32(0, 1))
-            return i + 1, y
-        pbc.while_loop((UInt32(0), v), lambda i, y: i < 2, body, mode='symbolic')
-        return v
-
-    with pytest.raises(RuntimeError, match='scatter inside a symbolic loop or call'):
-        pbc.switch(UInt32(0, 0), [looping, lambda v: v], x, mode='symbolic')
-
-
 def test_derivative_calls_see_what_the_targets_read_as_it_was():
     # The derivative call runs the targets again, later: an array they read, changed in
     # place after the call, is shown to them as it was.

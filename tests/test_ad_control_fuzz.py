@@ -2,8 +2,8 @@
 over two differentiable variables and a differentiable parameter, in `while` loops (with
 `break` and `continue`), `if` statements, early `return`s, calls (pbc.switch over
 targets that also read the parameter), scatters (outside loops) and scatter-adds (also in
-a loop's body and a call's target) into an array the result gathers from, written as
-plain Python under @pbc.syntax. Each runs with its loops, conditionals and calls symbolic
+loops' bodies and calls' targets, nested or not) into an array the result gathers from,
+written as plain Python under @pbc.syntax. Each runs with its loops, conditionals and calls symbolic
 and evaluated, in forward mode and reverse mode (symbolic loops given max_iterations), and
 the derivatives must agree with each other and with central finite differences.
 
@@ -86,7 +86,7 @@ class Program:
                 self.calls -= 1
                 targets = [f'lambda u, v, j: {self.target()}'
                            for _ in range(self.rng.randint(2, 3))]
-                if not in_loop and self.rng.random() < 0.5:
+                if self.rng.random() < 0.5:
                     # (a target that also scatter-adds into acc, at entries of the lane's k:
                     # an argument, as an evaluated call's target sees only its lanes)
                     targets[0] = (f'lambda u, v, j: pbc.scatter_add(acc, {self.target()}, '
@@ -104,7 +104,7 @@ class Program:
                                   f'max_iterations={MAX_ITERATIONS}):')
                 self.emit(indent + 1, f'{c} += 1')
                 self.block(indent + 1, loops - 1, 3, counters + (c,), True)
-            elif in_loop and len(counters) == 1 and self.rng.random() < 0.4:
+            elif in_loop and self.rng.random() < 0.4:
                 self.scatter(indent, counters)
             elif in_loop:
                 word = self.rng.choice(['break', 'continue'])
@@ -120,9 +120,9 @@ class Program:
 
     def scatter(self, indent, counters=()):
         """A scatter of a differentiable value into `acc` (which the result gathers from):
-        scatter-adds may collide (in a loop, not nested, they are the only kind, at an
-        entry that may move with the iteration), plain scatters write a permutation of the
-        lanes (so that no two write one entry: which would win is unspecified)."""
+        scatter-adds may collide (in a loop they are the only kind, at an entry that may
+        move with the iteration), plain scatters write a permutation of the lanes (so that
+        no two write one entry: which would win is unspecified)."""
         r = self.rng.randint(0, LANES - 1)
         if counters or self.rng.random() < 0.6:
             step = f' + {counters[0]}' if counters and self.rng.random() < 0.5 else ''

@@ -429,21 +429,11 @@ def test_scatter_adds_in_a_loop_body_differentiate(mode):
     np.testing.assert_allclose(y.numpy(), J @ d, rtol=1e-6, atol=1e-9)
 
 
-def test_scatter_adds_in_loops_not_supported_yet_are_clear_errors():
+def test_a_loop_body_that_reads_what_it_scatter_adds_into_is_a_clear_error():
+    # (nested loops and calls that scatter-add: tests/test_ad_nested_scatters.py)
     x = Float64(1.0, 2.0)
     pbc.enable_grad(x)
     film = Float64(np.zeros(2))
-
-    def inner(j, y):
-        pbc.scatter_add(film, y, UInt32(0, 1))
-        return j + 1, y
-
-    def nested(i, y):                       # (in a loop inside another loop's body)
-        pbc.while_loop((UInt32(0), y), lambda j, y: j < 2, inner, mode='symbolic')
-        return i + 1, y
-
-    with pytest.raises(RuntimeError, match='scatter inside a symbolic loop'):
-        pbc.while_loop((UInt32(0), Float64(x)), lambda i, y: i < 2, nested, mode='symbolic')
 
     def reading(i, y):                      # (reads what it adds to, as no loop body may)
         y = y + pbc.gather(Float64, film, UInt32(1, 0))
@@ -589,3 +579,27 @@ def test_the_callers_arrays_keep_their_derivatives_through_aliased_state(mode):
     pbc.backward(_aliased(x0, x1, mode))
     assert pbc.grad(x0).numpy().tolist() == [3, 3]
     assert pbc.grad(x1).numpy().tolist() == [0, 0]
+
+
+_GLOBAL_FILM = None
+
+
+def _splat_into_the_global_film(i, p):
+    pbc.scatter_add(_GLOBAL_FILM, p * 2.0, (i + UInt32(0, 1, 2)) % 3)
+    return i + 1, p
+
+
+@pytest.mark.parametrize('mode', MODES)
+def test_scatter_adds_into_an_array_the_body_reaches_through_a_global(mode):
+    # The array's node before the loop (made by an operation, held by the array alone) is
+    # one of the loop node's sources: it must live on once the array has the loop's.
+    global _GLOBAL_FILM
+    x, p = Float64(1.0, 2.0, 3.0), Float64(0.5)
+    pbc.enable_grad(x, p)
+    _GLOBAL_FILM = x * 3.0
+    pbc.while_loop((UInt32(0), p), lambda i, p: i < 2, _splat_into_the_global_film,
+                   mode=mode, max_iterations=3)
+    pbc.backward(pbc.sum(_GLOBAL_FILM * Float64(1.0, 2.0, 3.0)))
+    assert pbc.grad(x).numpy().tolist() == [3, 6, 9]
+    assert pbc.grad(p).numpy().tolist() == [2 * 2 * (1 + 2 + 3)]
+    _GLOBAL_FILM = None

@@ -34,6 +34,7 @@ from .. import _runtime, tree
 from . import propagate
 from .local import (
     Closures,
+    Noted,
     add_tangents,
     enable,
     gathered_gradients,
@@ -41,12 +42,15 @@ from .local import (
     is_float,
     leave_scope,
     local_scope,
+    nested_scatters,
     noting_scatters,
     outer_values,
     propagate_back,
     result_nodes,
+    routing,
     run_body,
     scattered_into,
+    seed_roots,
     seed_tangents,
     tangent_or_zero,
 )
@@ -69,21 +73,28 @@ def symbolic_call(targets, flat, record):
     implicit = sorted({n for t in primal for n in t.implicit})
     # The arrays the targets scatter-add into (closure arrays: the same objects when the
     # targets run again), and the nodes they had before: their new values are the call's
-    # results too.
-    scattered = list({id(a): a for t in primal for a, _, _, _ in t.scatters}.values())
+    # results too, but where the call is inside another body (then the outermost's).
+    below = {k: a for t in primal for k, a in t.noted.below.items()}
+    nested = nested_scatters(below)
+    scattered = [] if nested else list(below.values())
     before = [_runtime.ad_index(a) for a in scattered]
     sources = list(dict.fromkeys([n for n in inputs if n] + implicit +
                                  [n for n in before if n]))
     outs = tree.flatten(result)[0]
     linked = [i for i, a in enumerate(outs) if is_float(a) and _runtime.ad_index(a) == 0]
-    if not sources or not (linked or scattered):
+    if not sources or not (linked or scattered or nested):
         return result
     op = CallOp(targets, values, build, inputs, diff, implicit,
                 [(type(outs[i]), len(outs[i])) for i in linked], record,
-                Closures(*[fn for _, fn, _ in targets]))
+                Closures(*[fn for _, fn, _ in targets], writes=below))
+    # (their nodes before are sources: held here until the op's node holds them)
+    held = [_runtime.ad_same(a) for a in scattered]
     for a in scattered:
-        _runtime.ad_disable(a)          # (its node is a source: the op's reference holds it)
-    weak = _runtime.ad_custom(op, sources, [outs[i] for i in linked] + scattered)
+        _runtime.ad_disable(a)
+    op.nested = nested
+    weak = _runtime.ad_custom(op, sources, [outs[i] for i in linked] + scattered +
+                              (nested.take_token() if nested else []))
+    del held
     op.outputs = list(weak[:len(linked)])
     op.scatter_targets = {id(a): (n, w, type(a), len(a))
                           for a, n, w in zip(scattered, before, weak[len(linked):])}
@@ -96,9 +107,9 @@ class Target:
     'forward' (more arguments: the tangents of the arguments `diff`; returns the tangents
     of the float results) or 'backward' (more arguments: the gradients of the float
     results; returns those of the arguments `diff`). The scatter-adds with derivatives
-    that it makes (into arrays from outside) are noted in `scatters`; the derivative calls
-    add the values' tangents into `into` (forward) or read their gradients from the
-    arrays' in `scattered` (backward), by the array's id."""
+    that it makes (into arrays from outside) are noted in `noted` (local.Noted); the
+    derivative calls add the values' tangents into `into` (forward) or read their gradients
+    from the arrays' in `scattered` (backward), by the array's id."""
 
     def __init__(self, fn, diff, kind, size=0, build=None, seeds=(), into=None,
                  scattered=None):
@@ -107,7 +118,7 @@ class Target:
         # call's implicit inputs, which forward mode seeds with their tangents)
         self.size, self.build, self.seeds = size, build, seeds
         self.into, self.scattered = into or {}, scattered or {}
-        self.implicit, self.sinks, self.scatters = [], {}, []
+        self.implicit, self.sinks, self.noted = [], {}, Noted()
 
     @contextlib.contextmanager
     def recording(self):
@@ -125,41 +136,45 @@ class Target:
             _runtime.ad_scope_pop()
 
     def __call__(self, *args, **kwargs):
-        if self.kind == 'primal':
-            return self._primal(args, kwargs, self.since)
-        arrays, extra = list(args[:self.size]), args[self.size:]
-        enable(arrays, self.diff)
-        if self.kind == 'forward':
-            return self._forward(arrays, extra, self.since)
-        return self._backward(arrays, extra, self.since)
+        # (self.noted: what the target scatter-adds with derivatives; the derivative code
+        # recorded after it runs is the target's too, where the loops and calls nested in it
+        # record theirs)
+        with noting_scatters() as self.noted:
+            if self.kind == 'primal':
+                return self._primal(args, kwargs, self.since)
+            arrays, extra = list(args[:self.size]), args[self.size:]
+            enable(arrays, self.diff)
+            if self.kind == 'forward':
+                return self._forward(arrays, extra, self.since)
+            return self._backward(arrays, extra, self.since)
 
     def _primal(self, args, kwargs, since):
         enable(tree.flatten((args, kwargs))[0], self.diff)
-        with noting_scatters() as self.scatters:
-            r = self.fn(*args, **kwargs)
+        r = self.fn(*args, **kwargs)
         out = tree.flatten(r)[0]
         self.implicit = sorted(set(leave_scope(out, result_nodes(out), since)) |
-                               outer_values(self.scatters, since))
+                               outer_values(self.noted.scatters, since))
         return r
 
     def _run(self, arrays):
         # (the call itself made its side effects: a derivative call does not repeat them,
         # but notes its scatter-adds)
         args, kwargs = self.build(arrays)
-        with noting_scatters() as self.scatters:
-            return tree.flatten(run_body(lambda: self.fn(*args, **kwargs), (), False))[0]
+        return tree.flatten(run_body(lambda: self.fn(*args, **kwargs), (), False))[0]
 
     def _forward(self, arrays, tangents, since):
         seeds = list(self.seeds) + seed_tangents(arrays, self.diff, tangents)
         out = self._run(arrays)
         traverse(seeds, False, False, ADFlag.ClearNone, since=since)
-        add_tangents(self.scatters, self.into, since, seeds)
+        add_tangents(self.noted.scatters, self.into, since, seeds)
         return [tangent_or_zero(a, since, seeds) for a in out if is_float(a)]
 
     def _backward(self, arrays, grads, since):
         results = [a for a in self._run(arrays) if is_float(a)]
-        values, more = gathered_gradients(self.scatters, self.scattered)
-        propagate_back(results + values, list(grads) + more, since)
+        # (and the loops and calls nested in the target that scatter-add, from their tokens)
+        values, more = gathered_gradients(self.noted.scatters, self.scattered)
+        roots, zeros = seed_roots(self.noted)
+        propagate_back(results + values + roots, list(grads) + more + zeros, since)
         return [grad_or_zero(arrays[i], since) for i in self.diff]
 
 
@@ -177,6 +192,7 @@ class CallOp:
         # id of an array the targets scatter-add into -> (its node before the call, (node,
         # serial) of its value after, its type, its width)
         self.scatter_targets = {}
+        self.nested = None              # (NestedScatters: inside another body, they route)
 
     def _propagate(self, backward):
         into, scattered = {}, {}
@@ -187,6 +203,9 @@ class CallOp:
                          for k, (_, (n, s), _, _) in self.scatter_targets.items()
                          if _runtime.ad_alive(n, s)}
             scattered = {k: g for k, g in scattered.items() if g is not None}
+            own = scattered
+            if self.nested:
+                scattered = {**self.nested.arrays(), **own}
             if all(g is None for g in grads) and not scattered:
                 return False
             extra = [g if g is not None else _runtime.literal(T, 0, 1)
@@ -196,12 +215,15 @@ class CallOp:
             extra = [t if t is not None else _runtime.literal(type(self.values[i]), 0, 1)
                      for t, i in zip(extra, self.diff)]
             # (the arrays' tangents before the call, to which the targets add the values')
-            into = scattered_into(self.scatter_targets)
+            into = own = scattered_into(self.scatter_targets)
+            if self.nested:
+                into = {**self.nested.arrays(), **own}
         kind = 'backward' if backward else 'forward'
         bodies = [Target(fn, self.diff, kind, len(self.values), self.build, self.implicit,
                          into, scattered)
                   for _, fn, _ in self.targets]
-        with self.closures, suspend_grad():
+        # (and the loops and calls nested in the targets find them)
+        with self.closures, suspend_grad(), routing(own):
             out = self.record([(key, t, obj) for (key, _, obj), t in zip(self.targets, bodies)],
                               (list(self.values) + extra, lambda new: (tuple(new), {})))
         out = tree.flatten(out)[0]
@@ -209,7 +231,7 @@ class CallOp:
         if backward:
             for i, g in zip(self.diff, out):
                 accumulate(self.inputs[i], g)
-            for k, g in scattered.items():           # (a scatter-add passes it on as it is)
+            for k, g in own.items():                 # (a scatter-add passes it on as it is)
                 node = self.scatter_targets[k][0]
                 if node:
                     accumulate(node, g)
@@ -217,7 +239,7 @@ class CallOp:
             for (n, s), t in zip(self.outputs, out):
                 if _runtime.ad_alive(n, s):
                     accumulate(n, t)
-            for k, t in into.items():
+            for k, t in own.items():
                 accumulate(self.scatter_targets[k][1][0], t)
         return True
 

@@ -55,35 +55,123 @@ def run_body(body, args, effects):
         _runtime.suppress_effects(False)
 
 
-_noting = []          # per body running (innermost last): the scatter-adds met in it
+class Noted:
+    """What a body run under noting_scatters() met: `scatters`, its own scatter-adds whose
+    target or value carries derivatives (target, value, index, active: the lanes it wrote);
+    `below`, the arrays that it and the bodies nested in it scatter-add into (id -> array);
+    `roots`, the tokens of the loops and calls nested in it that do (see NestedScatters)."""
+
+    __slots__ = ('scatters', 'below', 'roots')
+
+    def __init__(self):
+        self.scatters, self.below, self.roots = [], {}, []
+
+
+_noting = []          # per body running, from the outermost recording level in
 
 
 @contextlib.contextmanager
 def noting_scatters():
-    """Notes the scatter-adds whose target or value carries derivatives that the body run
-    inside `with` makes (target, value, index, active: the lanes it writes) in the list it
-    gives; a body's derivatives take them into account. Those of a body nested in another
-    symbolic body (a loop or call inside a loop's body or a call's target) stay an error:
-    the enclosing one would have to carry the array's derivatives out as well."""
-    scatters = []
-    _noting.append(scatters)
+    """The Noted of the body run inside `with`. A scatter-add in a body nested in others
+    (a loop or call inside a loop's body or a call's target) is its own body's scatter and
+    one of every enclosing body's `below`: the outermost loop or call makes the array's new
+    value one of its results, and the inner ones find its derivatives through routing()."""
+    noted = Noted()
+    _noting.append(noted)
     try:
-        yield scatters
+        yield noted
     finally:
         _noting.pop()
 
 
 def _scatter_hook(target, value, index, active, reduce, primal):
     """See _runtime.set_symbolic_scatter_hook: True where noting_scatters() takes this
-    scatter (with `primal`, it is being recorded; else a derivative runs the body again)."""
-    if reduce != 1 or not _noting or propagate.in_body() is None or \
-            _runtime.recording_depth() > 1:
+    scatter (with `primal`, it is being recorded; else a derivative runs the body again):
+    a scatter-add in a body, at every recording level of which a body notes."""
+    if reduce != 1 or propagate.in_body() is None or \
+            len(_noting) != _runtime.recording_depth():
         return False
-    _noting[-1].append((target, value, index, active))
+    _noting[-1].scatters.append((target, value, index, active))
+    for noted in _noting:
+        noted.below[id(target)] = target
     return True
 
 
 _runtime.set_symbolic_scatter_hook(_scatter_hook)
+
+
+_routes = []      # (arrays, mask) per loop or call whose derivative is being recorded
+
+
+@contextlib.contextmanager
+def routing(arrays, mask=None):
+    """While the derivative of a loop or call is recorded: the loops and calls nested in it
+    find there the arrays it scatter-adds into as the outermost (`arrays`: id -> the
+    tangent buffer, forward mode, or the gradient, reverse mode, of each; routed), and the
+    lanes it ran on (a loop's `mask`: those an enclosing conditional left on), on which
+    alone their scatters count (routed_lanes)."""
+    _routes.append((arrays, mask))
+    try:
+        yield
+    finally:
+        _routes.pop()
+
+
+def routed(ids):
+    """{id: buffer or gradient} that routing() gives for the arrays `ids`."""
+    out = {}
+    for arrays, _ in _routes:
+        out.update((k, arrays[k]) for k in ids if k in arrays)
+    return out
+
+
+def routed_lanes(active):
+    """`active`, on the lanes that the loops whose derivatives are being recorded ran on."""
+    for _, mask in _routes:
+        if mask is not None:
+            active = mask & active
+    return active
+
+
+class NestedScatters:
+    """The scatter-adds of a loop or call recorded inside another loop's body or call's
+    target (`below`: their arrays, by id). Their arrays' new values are the outermost
+    one's results; this op gets a token (`take_token`), an output of its own that the body
+    it is in seeds in its derivative (Noted.roots), so that a backward traversal there
+    reaches the op even where none of its results carries a gradient."""
+
+    def __init__(self, below):
+        self.ids = set(below)
+        like = next(iter(below.values()))
+        self.token = _runtime.literal(_runtime.class_for(like, 'float32'), 0.0, 1)
+        _noting[-1].roots.append(self.token)
+
+    def take_token(self):
+        """The token, once, for the op's outputs: the op (the payload of its node) must not
+        hold it, or the op, its token and its node would keep each other alive after the
+        body it is in (where a traversal would find it and record code outside its loop)."""
+        token, self.token = self.token, None
+        return [token]
+
+    def arrays(self):
+        """The routed tangent buffers or gradients of its arrays."""
+        return routed(self.ids)
+
+
+def nested_scatters(below):
+    """A NestedScatters where a loop or call being made inside another body scatter-adds
+    (`below`, its Noted's), else None (an outermost one makes the arrays its results)."""
+    if not below or not _runtime.recording_depth():
+        return None
+    if not _noting:
+        raise RuntimeError('pbc: internal error: a nested scatter-add outside a noting body')
+    return NestedScatters(below)
+
+
+def seed_roots(noted):
+    """The tokens of a derivative body's nested loops and calls, with zero gradients, for
+    propagate_back: (arrays, gradients)."""
+    return noted.roots, [_runtime.literal(type(t), 0.0, 1) for t in noted.roots]
 
 
 def scattered_into(targets):
@@ -111,13 +199,13 @@ def outer_values(scatters, since):
 
 def add_tangents(scatters, into, since, seeds, lanes=None):
     """Forward mode of a body's `scatters` (those its derivative run noted): the values'
-    tangents scatter-added into `into` (scattered_into) at the same entries, on the same
-    lanes (`lanes(active)`, where given)."""
+    tangents scatter-added into `into` (scattered_into, or routed) at the same entries, on
+    the same lanes (`lanes(active)`, where given, and routed_lanes)."""
     for target, value, index, active in scatters:
         t = into.get(id(target))
         if t is not None and is_float(value):
-            _runtime.scatter(t, tangent_or_zero(value, since, seeds), index,
-                             active if lanes is None else lanes(active), 1)
+            active = routed_lanes(active if lanes is None else lanes(active))
+            _runtime.scatter(t, tangent_or_zero(value, since, seeds), index, active, 1)
 
 
 def gathered_gradients(scatters, scattered, lanes=None):
@@ -128,8 +216,8 @@ def gathered_gradients(scatters, scattered, lanes=None):
         g = scattered.get(id(target))
         if g is not None and is_float(value):
             values.append(value)
-            grads.append(_runtime.gather(type(g), g, index,
-                                         active if lanes is None else lanes(active)))
+            active = routed_lanes(active if lanes is None else lanes(active))
+            grads.append(_runtime.gather(type(g), g, index, active))
     return values, grads
 
 
@@ -195,10 +283,12 @@ class Closures:
     after an inner loop whose condition reads i) or changed an array in place (`i += 1`):
     inside `with`, they see them as they were."""
 
-    def __init__(self, *fns):
+    def __init__(self, *fns, writes=()):
         # (one entry per cell and per array: functions share cells, and a swap made twice
-        # would undo itself)
-        self.cells, self.arrays, seen, stack = {}, {}, set(), list(fns)
+        # would undo itself; the arrays the functions scatter-add into, `writes` by id, are
+        # not held: their derivatives know them by identity, and a copy held here would make
+        # the next write to one copy it, a read in a loop's body that writes it)
+        self.cells, self.arrays, seen, stack = {}, dict.fromkeys(writes), set(), list(fns)
         while stack:
             f = stack.pop()
             f = getattr(f, '__func__', f)
@@ -239,7 +329,7 @@ class Closures:
             except ValueError:
                 self.now.append((cell, _EMPTY))
             cell.cell_contents = value
-        self.swapped = [(a, was) for a, was in self.arrays.values()
+        self.swapped = [(a, was) for a, was in filter(None, self.arrays.values())
                         if a.index != was.index or _runtime.ad_index(a) != _runtime.ad_index(was)]
         for a, was in self.swapped:
             _runtime.swap_contents(a, was)

@@ -40,12 +40,15 @@ from .local import (
     is_float,
     leave_scope,
     local_scope,
+    nested_scatters,
     noting_scatters,
     outer_values,
     propagate_back,
     result_nodes,
+    routing,
     run_body,
     scattered_into,
+    seed_roots,
     seed_tangents,
     tangent_or_zero,
 )
@@ -92,8 +95,10 @@ def symbolic_loop(state, cond, body, record, max_iterations):
     else:
         raise RuntimeError('pbc: internal error: the derivatives of a loop do not settle')
     # The arrays it scatter-adds into (closure arrays: the same objects when the body runs
-    # again), and the nodes they had before: their new values are the loop's results too.
-    targets = list(primal.targets.values())
+    # again), and the nodes they had before: their new values are the loop's results too,
+    # but where the loop is inside another body (then the outermost's).
+    nested = nested_scatters(primal.targets)
+    targets = [] if nested else list(primal.targets.values())
     before = [_runtime.ad_index(t) for t in targets]
     sources = list(dict.fromkeys([n for n in inputs if n] + primal.implicit +
                                  [n for n in before if n]))
@@ -101,18 +106,23 @@ def symbolic_loop(state, cond, body, record, max_iterations):
     # Results without a node are the loop's (a result that is the caller's own array, as
     # the body left it, keeps its derivatives).
     linked = [i for i, a in enumerate(outs) if is_float(a) and _runtime.ad_index(a) == 0]
-    if not sources or not (linked or targets):
+    if not sources or not (linked or targets or nested):
         return result
     op = LoopOp(cond, body, len(state), build, [_runtime.ad_detached(a) for a in held],
                 max(len(a) for a in outs), inputs, primal.implicit, max_iterations,
-                _user_site(), Closures(cond, body))
-    if targets:
+                _user_site(), Closures(cond, body, writes=primal.targets))
+    if primal.targets:
         # (the lanes its scatters wrote: also those an enclosing conditional, or an early
         # return, left on; the derivative loops run outside it)
         op.mask = _runtime.mask_top(_runtime.class_for(outs[0] if outs else held[0], 'bool'))
+    # (their nodes before are sources: held here until the op's node holds them)
+    held = [_runtime.ad_same(t) for t in targets]
     for t in targets:
-        _runtime.ad_disable(t)          # (its node is a source: the op's reference holds it)
-    weak = _runtime.ad_custom(op, sources, [outs[i] for i in linked] + targets)
+        _runtime.ad_disable(t)
+    op.nested = nested
+    weak = _runtime.ad_custom(op, sources, [outs[i] for i in linked] + targets +
+                              (nested.take_token() if nested else []))
+    del held
     op.outputs = dict(zip(linked, weak))
     op.targets = {id(t): (n, w, type(t), len(t))
                   for t, n, w in zip(targets, before, weak[len(linked):])}
@@ -163,10 +173,12 @@ class _LocalBody:
             leaves = tree.flatten(state)[0]
             enable(leaves, self.diff)
             self.seed(leaves, extra)
-            # (self.scatters: what the body scatter-adds with derivatives)
-            with noting_scatters() as self.scatters:
+            # (self.noted: what the body scatter-adds with derivatives; the derivative code
+            # that `done` records is the body's too, where the loops and calls nested in it
+            # record theirs)
+            with noting_scatters() as self.noted:
                 new = _as_state(run_body(self.body, state, self.effects), self.size)
-            return self.done(leaves, new, scope.serial)
+                return self.done(leaves, new, scope.serial)
         finally:
             _runtime.ad_scope_pop()
 
@@ -196,10 +208,10 @@ class _PrimalBody(_LocalBody):
         if more:
             raise _MoreState(more)
         self.implicit = sorted(set(leave_scope(out, nodes, since)) |
-                               outer_values(self.scatters, since))
+                               outer_values(self.noted.scatters, since))
         # (the body cannot read them: the runtime refuses reads and writes of one array
         # in a loop's body)
-        self.targets = {id(t): t for t, _, _, _ in self.scatters}
+        self.targets = dict(self.noted.below)
         return new
 
 
@@ -231,7 +243,8 @@ class _TangentBody(_LocalBody):
         out, build = tree.flatten(new)
         tangents = [tangent_or_zero(out[i], since, self.seeds) for i in self.diff]
         # (the loop's scatter-adds, of the values' tangents into the targets')
-        add_tangents(self.scatters, self.op.tangent_targets, since, self.seeds, self.op.lanes)
+        add_tangents(self.noted.scatters, self.op.tangent_targets, since, self.seeds,
+                     self.op.lanes)
         return build([_runtime.ad_detached(a) for a in out]), tangents
 
 
@@ -255,6 +268,7 @@ class LoopOp:
         self.targets = {}
         self.mask = None                # the lanes an enclosing conditional left on
         self.tangent_targets = {}       # (forward mode, while recording: their tangents)
+        self.nested = None              # (NestedScatters: inside another body, they route)
 
     def lanes(self, active):
         """A scatter's lanes, `active` in a derivative loop, as the loop itself wrote them."""
@@ -270,6 +284,8 @@ class LoopOp:
         scattered = {k: _runtime.ad_grad(n) for k, (_, (n, s), _, _) in self.targets.items()
                      if _runtime.ad_alive(n, s)}
         scattered = {k: g for k, g in scattered.items() if g is not None}
+        if self.nested:
+            scattered.update(self.nested.arrays())
         if not grads and not scattered:
             return False
         if not self.max_iterations or self.max_iterations < 1:
@@ -294,20 +310,22 @@ class LoopOp:
         body = _TangentBody(self, diff)
         # The tangents of the arrays the body scatter-adds into: theirs before the loop,
         # to which the tangent loop adds those of the values.
-        self.tangent_targets = scattered_into(self.targets)
+        self.tangent_targets = own = scattered_into(self.targets)
+        if self.nested:
+            self.tangent_targets = {**self.nested.arrays(), **own}
         # (this loop needs no node: its body makes its own)
         try:
-            with suspend_grad(), self.closures:
+            with suspend_grad(), self.closures, routing(own, self.mask):
                 _, final = while_loop((self.build(list(self.values)), tangents),
                                       lambda x, t: self.cond(*x), body, mode='symbolic',
                                       labels=('state', 'tangents'))
         finally:
-            scattered, self.tangent_targets = self.tangent_targets, {}
+            self.tangent_targets = {}
         for k, i in enumerate(diff):
             node, serial = self.outputs.get(i, (0, 0))
             if node and _runtime.ad_alive(node, serial):
                 accumulate(node, final[k])
-        for k, t in scattered.items():
+        for k, t in own.items():
             accumulate(self.targets[k][1][0], t)
 
 
@@ -341,9 +359,12 @@ class _AdjointBody(_LocalBody):
 
     def done(self, leaves, new, since):
         out = tree.flatten(new)[0]
-        # (a value scatter-added into an array: the array's gradient at its entries)
-        values, more = gathered_gradients(self.scatters, self.scattered, self.op.lanes)
-        results, grads = [out[i] for i in self.diff] + values, list(self.grads) + more
+        # (a value scatter-added into an array: the array's gradient at its entries; and
+        # the loops and calls nested in the body that scatter-add, from their tokens)
+        values, more = gathered_gradients(self.noted.scatters, self.scattered, self.op.lanes)
+        roots, zeros = seed_roots(self.noted)
+        results = [out[i] for i in self.diff] + values + roots
+        grads = list(self.grads) + more + zeros
         body = propagate.in_body()
         body.collect = dict.fromkeys(self.local)
         propagate_back(results, grads, since)
@@ -453,7 +474,8 @@ def _reverse(op, grads, scattered):
         zero = [_runtime.literal(_runtime.ad_class(m), 0, 1) for m in local]
         # (the implicit inputs' gradients leave the loop through their sinks, and the
         # traversal in progress goes on from them)
-        with caller_resumes():
+        # (and the arrays' gradients reach the loops and calls nested in it)
+        with caller_resumes(), routing(scattered, op.mask):
             _, out, gathered = while_loop((k, seeds, zero), lambda k, g, h: k > 0, body,
                                           mode='symbolic')
     for i, g in zip(diff, out):
@@ -462,6 +484,6 @@ def _reverse(op, grads, scattered):
     for m, g in zip(local, gathered):
         accumulate(m, g)
     for k, g in scattered.items():                # (a scatter-add passes it on as it is)
-        before = op.targets[k][0]
+        before = op.targets[k][0] if k in op.targets else 0       # (0: routed)
         if before:
             accumulate(before, g)
