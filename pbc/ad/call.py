@@ -41,6 +41,7 @@ from .local import (
     grad_or_zero,
     is_float,
     leave_scope,
+    link,
     local_scope,
     nested_scatters,
     noting_scatters,
@@ -87,14 +88,7 @@ def symbolic_call(targets, flat, record):
     op = CallOp(targets, values, build, inputs, diff, implicit,
                 [(type(outs[i]), len(outs[i])) for i in linked], record,
                 Closures(*[fn for _, fn, _ in targets], writes=below))
-    # (their nodes before are sources: held here until the op's node holds them)
-    held = [_runtime.ad_same(a) for a in scattered]
-    for a in scattered:
-        _runtime.ad_disable(a)
-    op.nested = nested
-    weak = _runtime.ad_custom(op, sources, [outs[i] for i in linked] + scattered +
-                              (nested.take_token() if nested else []))
-    del held
+    weak = link(op, sources, [outs[i] for i in linked], scattered, nested)
     op.outputs = list(weak[:len(linked)])
     op.scatter_targets = {id(a): (n, w, type(a), len(a))
                           for a, n, w in zip(scattered, before, weak[len(linked):])}

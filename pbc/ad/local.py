@@ -168,6 +168,23 @@ def nested_scatters(below):
     return NestedScatters(below)
 
 
+def link(op, sources, results, scattered, nested):
+    """The AD node of loop or call `op` (a custom op's): from the nodes `sources` to its
+    float `results`, the arrays it scatter-adds into as the outermost (`scattered`, whose
+    nodes before it are among the sources) and, nested (a NestedScatters), its token.
+    Returns the outputs' (node, serial) pairs in that order."""
+    # (the arrays' nodes before are sources: held here until the op's node holds them)
+    held = [_runtime.ad_same(a) for a in scattered]
+    for a in scattered:
+        _runtime.ad_disable(a)
+    op.nested = nested
+    try:
+        return _runtime.ad_custom(op, sources, results + scattered +
+                                  (nested.take_token() if nested else []))
+    finally:
+        del held
+
+
 def seed_roots(noted):
     """The tokens of a derivative body's nested loops and calls, with zero gradients, for
     propagate_back: (arrays, gradients)."""

@@ -39,6 +39,7 @@ from .local import (
     grad_or_zero,
     is_float,
     leave_scope,
+    link,
     local_scope,
     nested_scatters,
     noting_scatters,
@@ -115,14 +116,7 @@ def symbolic_loop(state, cond, body, record, max_iterations):
         # (the lanes its scatters wrote: also those an enclosing conditional, or an early
         # return, left on; the derivative loops run outside it)
         op.mask = _runtime.mask_top(_runtime.class_for(outs[0] if outs else held[0], 'bool'))
-    # (their nodes before are sources: held here until the op's node holds them)
-    held = [_runtime.ad_same(t) for t in targets]
-    for t in targets:
-        _runtime.ad_disable(t)
-    op.nested = nested
-    weak = _runtime.ad_custom(op, sources, [outs[i] for i in linked] + targets +
-                              (nested.take_token() if nested else []))
-    del held
+    weak = link(op, sources, [outs[i] for i in linked], targets, nested)
     op.outputs = dict(zip(linked, weak))
     op.targets = {id(t): (n, w, type(t), len(t))
                   for t, n, w in zip(targets, before, weak[len(linked):])}
