@@ -50,10 +50,12 @@ from .local import (
     result_nodes,
     routing,
     run_body,
+    scattered_gradients,
     scattered_into,
     seed_roots,
     seed_tangents,
     tangent_or_zero,
+    with_routed,
 )
 from .propagate import ADFlag, accumulate, traverse
 from .scopes import suspend_grad
@@ -193,13 +195,8 @@ class CallOp:
         if backward:
             grads = [_runtime.ad_grad(n) if _runtime.ad_alive(n, s) else None
                      for n, s in self.outputs]
-            scattered = {k: _runtime.ad_grad(n)
-                         for k, (_, (n, s), _, _) in self.scatter_targets.items()
-                         if _runtime.ad_alive(n, s)}
-            scattered = {k: g for k, g in scattered.items() if g is not None}
-            own = scattered
-            if self.nested:
-                scattered = {**self.nested.arrays(), **own}
+            own = scattered_gradients(self.scatter_targets)
+            scattered = with_routed(own, self.nested)
             if all(g is None for g in grads) and not scattered:
                 return False
             extra = [g if g is not None else _runtime.literal(T, 0, 1)
@@ -209,9 +206,8 @@ class CallOp:
             extra = [t if t is not None else _runtime.literal(type(self.values[i]), 0, 1)
                      for t, i in zip(extra, self.diff)]
             # (the arrays' tangents before the call, to which the targets add the values')
-            into = own = scattered_into(self.scatter_targets)
-            if self.nested:
-                into = {**self.nested.arrays(), **own}
+            own = scattered_into(self.scatter_targets)
+            into = with_routed(own, self.nested)
         kind = 'backward' if backward else 'forward'
         bodies = [Target(fn, self.diff, kind, len(self.values), self.build, self.implicit,
                          into, scattered)

@@ -207,6 +207,23 @@ def scattered_into(targets):
     return out
 
 
+def scattered_gradients(targets):
+    """For reverse mode through a body that scatter-adds into arrays (`targets`, as for
+    scattered_into): id -> the gradient of each live array's value after the body."""
+    out = {}
+    for k, (_, (n, s), _, _) in targets.items():
+        g = _runtime.ad_grad(n) if _runtime.ad_alive(n, s) else None
+        if g is not None:
+            out[k] = g
+    return out
+
+
+def with_routed(own, nested):
+    """`own` (scattered_into's or scattered_gradients' of an op), and where the op is
+    nested (a NestedScatters), the routed buffers or gradients of its arrays with them."""
+    return {**nested.arrays(), **own} if nested else own
+
+
 def outer_values(scatters, since):
     """The nodes from before serial number `since` (outside the body) that `scatters` add
     as they are: implicit inputs of the body too."""

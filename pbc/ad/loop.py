@@ -48,10 +48,12 @@ from .local import (
     result_nodes,
     routing,
     run_body,
+    scattered_gradients,
     scattered_into,
     seed_roots,
     seed_tangents,
     tangent_or_zero,
+    with_routed,
 )
 from .propagate import ADFlag, accumulate, caller_resumes, traverse
 
@@ -275,11 +277,7 @@ class LoopOp:
         grads = {i: _runtime.ad_grad(n) for i, (n, s) in self.outputs.items()
                  if _runtime.ad_alive(n, s)}
         grads = {i: g for i, g in grads.items() if g is not None}
-        scattered = {k: _runtime.ad_grad(n) for k, (_, (n, s), _, _) in self.targets.items()
-                     if _runtime.ad_alive(n, s)}
-        scattered = {k: g for k, g in scattered.items() if g is not None}
-        if self.nested:
-            scattered.update(self.nested.arrays())
+        scattered = with_routed(scattered_gradients(self.targets), self.nested)
         if not grads and not scattered:
             return False
         if not self.max_iterations or self.max_iterations < 1:
@@ -304,9 +302,8 @@ class LoopOp:
         body = _TangentBody(self, diff)
         # The tangents of the arrays the body scatter-adds into: theirs before the loop,
         # to which the tangent loop adds those of the values.
-        self.tangent_targets = own = scattered_into(self.targets)
-        if self.nested:
-            self.tangent_targets = {**self.nested.arrays(), **own}
+        own = scattered_into(self.targets)
+        self.tangent_targets = with_routed(own, self.nested)
         # (this loop needs no node: its body makes its own)
         try:
             with suspend_grad(), self.closures, routing(own, self.mask):
