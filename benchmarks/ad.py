@@ -8,11 +8,13 @@ installed (run in a child process; pbc never imports it):
     target scaled by a parameter of its own, differentiated in reverse mode w.r.t. the 64
     parameters: symbolic and evaluated calls, first call (fresh process) and warm, beside
     Dr.Jit 1.5's dr.switch doing the same (when installed);
-  * a Path Replay Backpropagation toy (pbc only): 10^6 lanes, 16 steps, each multiplying the
-    lane's value by a texel of a differentiable 1024-texel table; the table's gradient
+  * a Path Replay Backpropagation toy: 10^6 lanes, 16 steps, each multiplying the lane's
+    value by a texel of a differentiable 1024-texel table (or by a method of one of 4
+    materials, each scaling a texel of a texture of its own); the tables' gradients
     computed as PRB does (a replay loop calling backward_from inside, one kernel) and
     through the evaluated loop (the wavefront: a kernel per step, every step's values
-    kept): time (best of 3 after a first call) and peak memory, each in a fresh process.
+    kept): time (best of 3 after a first call) and peak memory, each in a fresh process,
+    beside Dr.Jit 1.5 doing the same (when installed).
 
     python -m benchmarks ad
 
@@ -170,108 +172,153 @@ def dispatch_rows():
 PRB_LANES, PRB_STEPS, PRB_TEXELS, PRB_MATERIALS = 1_000_000, 16, 1024, 4
 
 
-def prb_child(variant, kind):
-    """The PRB toy's figures, run the `variant` way ('megakernel' or 'wavefront'); `kind`
-    'method': each step evaluates a material's method (a call over PRB_MATERIALS
-    instances, each scaling a texel of its own differentiable texture); 'texture': each
-    step reads a texel of one differentiable texture, no call."""
+def prb_child(lib, variant, kind):
+    """(figures, the tables' gradients as NumPy arrays) of the PRB toy for `lib` ('pbc' or 'drjit'), run the `variant` way
+    ('megakernel' or 'wavefront'); `kind` 'method': each step evaluates a material's method
+    (a call over PRB_MATERIALS materials, each scaling a texel of its own differentiable
+    texture: pbc.Object instances in pbc, a dr.switch over the materials' functions in
+    Dr.Jit, whose dispatch takes only C++ classes); 'texture': each step reads a texel of
+    one differentiable texture, no call."""
     import numpy as np
-
-    import pbc
-    from pbc.llvm import Float, Ptr, UInt32
+    if lib == 'drjit':
+        import drjit as m
+        from drjit.llvm.ad import Float, UInt32
+    else:
+        import pbc as m
+        from pbc.llvm import Float, Ptr, UInt32
+    mode = 'symbolic' if variant == 'megakernel' else 'evaluated'
+    if lib == 'drjit':
+        m.set_flag(m.JitFlag.SymbolicCalls, mode == 'symbolic')
 
     def texel_index(i, lane):
         return (lane * 2654435761 + i * 40503) % PRB_TEXELS
-
-    class Material(pbc.Object):
-        def __init__(self, texels, scale):
-            super().__init__()
-            self.texels, self.scale = texels, scale
-
-        def eval(self, i, lane):
-            return pbc.gather(Float, self.texels, texel_index(i, lane)) * self.scale
-
-    mode = 'symbolic' if variant == 'megakernel' else 'evaluated'
-    if kind == 'method':
-        def value(params, i, lane, ptrs):
-            return ptrs.eval(i, lane, mode=mode)
-    else:
-        def value(params, i, lane, ptrs):
-            return pbc.gather(Float, params[0], texel_index(i, lane))
-
-    @pbc.syntax
-    def primal(params, lane, ptrs):
-        i, L = UInt32(0), Float(1.0)
-        while pbc.hint(i < PRB_STEPS, mode=mode):
-            L = L * value(params, i, lane, ptrs)
-            i += 1
-        return L
-
-    @pbc.syntax
-    def replay(params, lane, ptrs, L):
-        i = UInt32(0)
-        while i < PRB_STEPS:
-            with pbc.resume_grad():
-                t = value(params, i, lane, ptrs)
-                pbc.backward_from(L * t / pbc.detach(t))
-            i += 1
 
     rng = np.random.default_rng(3)
     count = PRB_MATERIALS if kind == 'method' else 1
     params = [Float(rng.uniform(0.9, 1.1, PRB_TEXELS).astype(np.float32))
               for _ in range(count)]
-    pbc.enable_grad(*params)
-    mats = [Material(t, 0.95 + 0.05 * k) for k, t in enumerate(params)]
-    lane = pbc.arange(UInt32, PRB_LANES)
-    ptrs = pbc.gather(Ptr[Material], Ptr[Material](mats), (lane * 40503) % count) \
-        if kind == 'method' else None
-    pbc.eval(lane, ptrs, *params)
+    m.enable_grad(*params)
+    scales = [0.95 + 0.05 * k for k in range(count)]
+    lane = m.arange(UInt32, PRB_LANES)
+    material = (lane * 40503) % count if kind == 'method' else None
+    if kind == 'texture':
+        def value(i):
+            return m.gather(Float, params[0], texel_index(i, lane))
+    elif lib == 'drjit':
+        def material_function(texels, scale):
+            return lambda i, lane: m.gather(Float, texels, texel_index(i, lane)) * scale
+
+        funcs = [material_function(t, s) for t, s in zip(params, scales)]
+
+        def value(i):
+            return m.switch(material, funcs, i, lane)
+    else:
+        class Material(m.Object):
+            def __init__(self, texels, scale):
+                super().__init__()
+                self.texels, self.scale = texels, scale
+
+            def eval(self, i, lane):
+                return m.gather(Float, self.texels, texel_index(i, lane)) * self.scale
+
+        ptrs = m.gather(Ptr[Material], Ptr[Material](
+            [Material(t, s) for t, s in zip(params, scales)]), material)
+
+        def value(i):
+            return ptrs.eval(i, lane, mode=mode)
+    m.eval(lane, material, *params)
+
+    # (explicit while_loop calls, not @syntax: Dr.Jit's rewrite loses the closure's names)
+    def primal():
+        def step(i, L):
+            return i + 1, L * value(i)
+        return m.while_loop((UInt32(0), Float(1.0)), lambda i, L: i < PRB_STEPS, step,
+                            mode=mode)[1]
+
+    def replay(L):
+        def step(i):
+            with m.resume_grad():
+                t = value(i)
+                m.backward_from(L * t / m.detach(t))
+            return (i + 1,)
+        m.while_loop((UInt32(0),), lambda i: i < PRB_STEPS, step, mode='symbolic')
 
     def run():
         for t in params:
-            pbc.clear_grad(t)
+            m.clear_grad(t)
         t0 = time.perf_counter()
         if variant == 'megakernel':
-            with pbc.suspend_grad():
-                replay(params, lane, ptrs, primal(params, lane, ptrs))
+            with m.suspend_grad():
+                replay(primal())
         else:
-            pbc.backward(primal(params, lane, ptrs))
-        g = [pbc.grad(t) for t in params]
-        pbc.eval(g)
-        pbc.sync_thread()
+            m.backward(primal())
+        g = [m.grad(t) for t in params]
+        m.eval(g)
+        m.sync_thread()
         return time.perf_counter() - t0, g
 
-    pbc.set_flag(pbc.JitFlag.KernelHistory, True)
-    pbc.kernel_history_clear()
-    first, g = run()
-    kernels = len(pbc.kernel_history())
-    pbc.set_flag(pbc.JitFlag.KernelHistory, False)
+    (first, kernels), g = (drjit_first_call if lib == 'drjit' else pbc_first_call)(run)
     warm = min(run()[0] for _ in range(3))
+    gradients = [t.numpy() for t in g]
     return dict(first=first, warm=warm, kernels=kernels,
-                peak=pbc._runtime.memory_usage()[1],
-                checksum=sum(float(np.sum(t.numpy(), dtype=np.float64)) for t in g))
+                peak=m._runtime.memory_usage()[1] if lib == 'pbc' else None,
+                checksum=sum(float(np.sum(t, dtype=np.float64)) for t in gradients)), gradients
+
+
+def pbc_first_call(run):
+    """((seconds, kernels launched), result) of pbc's first run(): run() -> (seconds,
+    result)."""
+    import pbc
+    pbc.kernel_history_clear()
+    with pbc.scoped_set_flag(pbc.JitFlag.KernelHistory, True):
+        seconds, result = run()
+        return (seconds, len(pbc.kernel_history())), result
+
+
+def drjit_first_call(run):
+    """The same for Dr.Jit."""
+    import drjit as dr
+    dr.set_flag(dr.JitFlag.KernelHistory, True)
+    dr.kernel_history()                      # (clears it)
+    seconds, result = run()
+    kernels = sum(1 for k in dr.kernel_history() if k['type'] == dr.KernelType.JIT)
+    dr.set_flag(dr.JitFlag.KernelHistory, False)
+    return (seconds, kernels), result
 
 
 def prb_rows():
-    from benchmarks import row, run_child
+    from benchmarks import best_of_rounds, row
+    from benchmarks.compare import LLVM19
+    os.environ.setdefault('DRJIT_LIBLLVM_PATH', LLVM19)
+    names = {'pbc': 'pbc', 'drjit': 'Dr.Jit 1.5'}
     for kind, what in (('method', f'a method of {PRB_MATERIALS} materials per step'),
                        ('texture', 'a texel per step, no call')):
         print(f'Path Replay Backpropagation toy, {what}: {PRB_LANES:.0e} lanes, '
-              f'{PRB_STEPS} steps, {PRB_TEXELS} texels (pbc)')
-        r = {v: run_child('ad', 'prb', v, kind) for v in ('megakernel', 'wavefront')}
-        for v, f in r.items():
+              f'{PRB_STEPS} steps, {PRB_TEXELS} texels')
+        r = best_of_rounds({(lib, v): ('ad', ('prb', lib, v, kind), None)
+                            for lib in names for v in ('megakernel', 'wavefront')})
+        for (lib, v), f in r.items():
+            label = f'  {names[lib]} {v}'
             if 'error' in f:
-                row(f'  {v}', f['error'][:60])
+                row(label, f['error'][:60])
                 continue
-            row(f'  {v}: first / warm (ms)', f"{f['first'] * 1e3:.1f} / {f['warm'] * 1e3:.1f}")
-            row(f'  {v}: kernels, peak memory (MiB)', f"{f['kernels']}, {f['peak'] / 2**20:.1f}")
-        m, w = r['megakernel'], r['wavefront']
-        if 'error' not in m and 'error' not in w:
-            row('  same gradient (sum over the textures)',
-                f"{m['checksum']:.6g} / {w['checksum']:.6g}")
-            row('  wavefront / megakernel, warm time (target >= 10)',
-                f"{w['warm'] / m['warm']:.1f}")
-            row('  wavefront / megakernel, peak memory', f"{w['peak'] / m['peak']:.1f}")
+            row(f'{label}: first / warm (ms)', f"{f['first'] * 1e3:.1f} / {f['warm'] * 1e3:.1f}")
+            peak = f"{f['peak'] / 2**20:.1f}" if f['peak'] is not None else '-'
+            row(f'{label}: kernels, peak memory (MiB)', f"{f['kernels']}, {peak}")
+        for lib, name in names.items():
+            mk, w = r[(lib, 'megakernel')], r[(lib, 'wavefront')]
+            if 'error' in mk or 'error' in w:
+                continue
+            row(f'  {name}: same gradient (sum over the textures)',
+                f"{mk['checksum']:.6g} / {w['checksum']:.6g}")
+            row(f'  {name}: wavefront / megakernel, warm time' +
+                (' (target >= 10)' if lib == 'pbc' else ''), f"{w['warm'] / mk['warm']:.1f}")
+            if lib == 'pbc':
+                row('  pbc: wavefront / megakernel, peak memory', f"{w['peak'] / mk['peak']:.1f}")
+        d = r[('drjit', 'megakernel')]
+        if 'error' not in d:
+            row('  megakernel, warm: pbc / Dr.Jit',
+                f"{r[('pbc', 'megakernel')]['warm'] / d['warm']:.2f}")
 
 
 def main():
@@ -298,7 +345,7 @@ if __name__ == '__main__':
     import json
     import sys
     if sys.argv[2:3] == ['prb']:
-        print(json.dumps(prb_child(sys.argv[3], sys.argv[4])))
+        print(json.dumps(prb_child(*sys.argv[3:6])[0]))
     elif sys.argv[2:3] == ['dispatch']:
         print(json.dumps(dispatch_child(sys.argv[3], sys.argv[4])))
     else:

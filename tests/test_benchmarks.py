@@ -58,3 +58,43 @@ def test_dispatch_children_compute_what_numpy_does(monkeypatch):
     # (the unmerged targets' constants stay in their own code: a subroutine each)
     assert figures['pbc']['ir_ops'] < figures['unmerged']['ir_ops']
     assert pbc.flag(pbc.JitFlag.MergeFunctions)
+
+
+def _prb_toy_gradients(kind, lanes):
+    """NumPy's gradients of the PRB toy's tables (benchmarks/ad.py): each lane's product L
+    of its STEPS values (a texel, times its material's scale in the method toy),
+    differentiated w.r.t. the texels it read (float64)."""
+    from benchmarks import ad
+    rng = np.random.default_rng(3)
+    count = ad.PRB_MATERIALS if kind == 'method' else 1
+    tables = [rng.uniform(0.9, 1.1, ad.PRB_TEXELS).astype(np.float32).astype(np.float64)
+              for _ in range(count)]
+    scales = [np.float64(np.float32(0.95 + 0.05 * k)) if kind == 'method' else 1.0
+              for k in range(count)]
+    lane = np.arange(lanes, dtype=np.int64)
+    material = (lane * 40503) % 2**32 % count
+    steps = [(lane * 2654435761 + i * 40503) % 2**32 % ad.PRB_TEXELS
+             for i in range(ad.PRB_STEPS)]
+    values = [np.choose(material, [t[k] * s for t, s in zip(tables, scales)]) for k in steps]
+    L = np.prod(values, axis=0)
+    grads = [np.zeros(ad.PRB_TEXELS) for _ in range(count)]
+    for k, v in zip(steps, values):
+        for j in range(count):
+            sel = material == j
+            np.add.at(grads[j], k[sel], (L / v * scales[j])[sel])
+    return grads
+
+
+def test_the_prb_toy_computes_numpys_gradients_both_ways(monkeypatch):
+    # (in this process, on few lanes: the children of `python -m benchmarks ad`)
+    from benchmarks import ad
+    monkeypatch.setattr(ad, 'PRB_LANES', 5000)
+    for kind in ('method', 'texture'):
+        expected = _prb_toy_gradients(kind, ad.PRB_LANES)
+        kernels = {}
+        for variant in ('megakernel', 'wavefront'):
+            figures, gradients = ad.prb_child('pbc', variant, kind)
+            kernels[variant] = figures['kernels']
+            for g, e in zip(gradients, expected, strict=True):
+                np.testing.assert_allclose(g, e, rtol=1e-4, atol=1e-4 * np.abs(e).max())
+        assert kernels['megakernel'] <= 2 < kernels['wavefront']
