@@ -369,3 +369,24 @@ def test_eval_leaves_the_garbage_collector_as_it_found_it(monkeypatch):
     finally:
         gc.enable() if was else gc.disable()
     assert seen == [False, False]
+
+
+def test_gathers_are_one_instruction_on_avx2_parts():
+    # (x86 code generation scalarizes a masked gather, a branch per lane, unless the CPU
+    # has AVX-512 or is tuned "fast-gather"; the backend adds that tuning on AVX2 parts)
+    import llvmlite.binding as llvm
+
+    from pbc.backend import llvm_jit
+    from pbc.backend.llvm_render import render
+    assert llvm_jit.tuned_features('+avx,+avx2,-avx512f').split(',')[-1] == '+fast-gather'
+    for features in ('+avx,+avx2,+avx512f', '+sse4.2,-avx2', '+avx2,+fast-gather'):
+        assert llvm_jit.tuned_features(features) == features
+    be = llvm_jit.backend()
+    if '+avx2' not in be.features.split(','):
+        pytest.skip('no AVX2 on this CPU: gathers are scalar code')
+    table, lane = pbc.arange(Float, 64) * 2, pbc.arange(UInt32, 1000)
+    pbc.eval(table)
+    pbc.schedule(pbc.gather(Float, table, (lane * 7) % 64, lane % 3 != 0))
+    k, = pbc.evaluate.take_kernels()
+    asm = be.tm.emit_assembly(llvm.parse_assembly(render(k, be.lanes(k), be.scalef)))
+    assert 'vgatherdps' in asm or 'vpgatherdd' in asm
