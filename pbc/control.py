@@ -358,8 +358,10 @@ def _evaluated_loop(state, cond, body, names, c, strict):
             # (a loop of width 1 may grow, as a symbolic one does)
             if changed[i] if i in odd else width != 1 and len(b) not in (1, width):
                 raise SizeError(_size_change(state, names, i, a, b, width, i in odd))
-        state = build_new([a if a.index == b.index else select(c, b, a)
-                           for a, b in zip(old_arrays, new_arrays)])
+        # (a condition of width 1 that held holds on every lane: no lane keeps its state)
+        state = new if len(c) == 1 else build_new(
+            [a if a.index == b.index else select(c, b, a) for a, b in zip(old_arrays, new_arrays)])
+        _opaque_updates(flatten(state)[0], changed)
         active = c
         c = _condition(call_user(cond, state, W, 'loop condition'), W)
         if not isinstance(c, ArrayBase):
@@ -372,6 +374,17 @@ def _evaluated_loop(state, cond, body, names, c, strict):
                                             since):
                 _runtime.schedule(i)
             first = False
+
+
+def _opaque_updates(arrays, changed):
+    """Makes the state arrays that the loop changed and that are literals (a counter that
+    every lane steps alike: `i += 1` with a uniform condition) memory-backed, as Dr.Jit's
+    evaluated loops do: folded into the kernels, their values would make each iteration's
+    kernels new code to compile (100 iterations of `i += 1; x = sin(x + i)`: 101 kernels
+    compiled, 1.2 s, instead of 2)."""
+    for a, ch in zip(arrays, changed):
+        if ch and a.state == 'literal':
+            _runtime.make_opaque(a)
 
 
 _COMPRESSED = (' (with compress=True, each iteration runs on just the lanes still in the '
@@ -395,7 +408,9 @@ def _compressed_loop(state, cond, body, names, c, strict):
         c = c & outer
     current = build([type(a)(a) for a in full])
     while True:
-        _eval(c, current)
+        # (`lanes` too: unevaluated, each iteration's would gather through all the earlier
+        # ones', a kernel longer each time)
+        _eval(c, current, lanes)
         keep = _runtime.compress(c if len(c) > 1 else broadcast_lanes(c, len(lanes)))
         if len(keep) == 0:
             return settle(state, full, original, mutated)
@@ -413,6 +428,8 @@ def _compressed_loop(state, cond, body, names, c, strict):
             _runtime.masks_restore(saved)
         mutated = [a or b for a, b in zip(mutated, snap.same_path(new))]
         current = new
+        _opaque_updates(flatten(current)[0], [a.index != b.index for a, b in
+                                              zip(flatten(work)[0], flatten(current)[0])])
         c = _condition(call_user(cond, current, W, 'loop condition', size_hint=_COMPRESSED), W)
         if not isinstance(c, ArrayBase):
             raise StateError('pbc.while_loop: the condition must stay a Bool array')

@@ -361,10 +361,10 @@ def test_loops_hold_no_buffers_after_they_return():
     try:
         for mode in MODES:
             before = pbc._runtime.memory_usage()[0]
-            y, _ = pbc.while_loop((x, UInt32(0)), lambda x, i: i < 5,
+            y, i = pbc.while_loop((x, UInt32(0)), lambda x, i: i < 5,
                                   lambda x, i: ((x + 1) ^ x, i + 1), mode=mode)
             y.numpy()
-            del y
+            del y, i
             assert pbc._runtime.memory_usage()[0] == before
     finally:
         gc.enable()
@@ -698,6 +698,27 @@ def test_width_errors_name_the_variable(mode):
     with pytest.raises(RuntimeError, match="the type of state variable 'i' changed from UInt32"):
         pbc.while_loop((UInt32(5),), lambda i: i < 10, lambda i: (None,), labels=('i',),
                        mode=mode)
+
+
+@pytest.mark.parametrize('compress', [False, True])
+def test_an_evaluated_loop_compiles_its_body_once_whatever_its_counter(compress):
+    # A counter that every lane steps alike stays a literal, which folded into the kernels
+    # would make every iteration's kernel new code: the loop keeps it in memory instead.
+    # (A compressed loop's lanes are kept in memory too, or each iteration's kernel would
+    # gather through all the earlier iterations' lanes.)
+    x = np.linspace(-1, 1, N, dtype=np.float32)
+    pbc.kernel_history_clear()
+    with pbc.scoped_set_flag(pbc.JitFlag.KernelHistory, True):
+        i, y = pbc.while_loop((UInt32(0), Float(x)), lambda i, y: i < 20,
+                              lambda i, y: (i + 1, pbc.sin(y + i)), mode='evaluated',
+                              compress=compress)
+        pbc.eval(y)
+        kernels = pbc.kernel_history()
+    for k in range(20):
+        x = np.sin(x + np.float32(k))
+    np.testing.assert_allclose(y.numpy(), x, rtol=1e-5, atol=1e-6)
+    assert set(i.numpy().tolist()) == {20} and len(kernels) >= 20
+    assert len({k['hash'] for k in kernels}) <= 4
 
 
 def test_evaluated_loop_computes_what_its_body_reads_from_outside_once():
