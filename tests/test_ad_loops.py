@@ -603,3 +603,43 @@ def test_scatter_adds_into_an_array_the_body_reaches_through_a_global(mode):
     assert pbc.grad(x).numpy().tolist() == [3, 6, 9]
     assert pbc.grad(p).numpy().tolist() == [2 * 2 * (1 + 2 + 3)]
     _GLOBAL_FILM = None
+
+
+def test_derivatives_through_an_evaluated_loop_are_a_kernel_of_one_iterations_code():
+    # Each iteration's derivative is evaluated as the traversal completes it: fused
+    # instead, every kernel that the traversal launched (here, one per scatter-add into
+    # the table's gradient) recomputed the derivative through all the later iterations,
+    # a kernel longer each time, each compiled anew.
+    lanes, steps = 3000, 12
+    table0 = np.random.default_rng(5).uniform(0.5, 1.5, 64)
+    lane = pbc.arange(UInt32, lanes)
+
+    def run(table):
+        def step(i, L):
+            return i + 1, L * pbc.gather(Float64, table, (lane * 2654435761 + i * 40503) % 64)
+        return pbc.while_loop((UInt32(0), Float64(1.0)), lambda i, L: i < steps, step,
+                              mode='evaluated')[1]
+
+    idx = [(np.arange(lanes, dtype=np.int64) * 2654435761 + i * 40503) % 2**32 % 64
+           for i in range(steps)]
+    values = [table0[k] for k in idx]
+    product = np.prod(values, axis=0)
+    expected = np.zeros(64)
+    for k, v in zip(idx, values):
+        np.add.at(expected, k, product / v)
+    for mode in ('reverse', 'forward'):
+        table = Float64(table0)
+        pbc.enable_grad(table)
+        L = run(table)
+        pbc.kernel_history_clear()
+        with pbc.scoped_set_flag(pbc.JitFlag.KernelHistory, True):
+            if mode == 'reverse':
+                pbc.backward(L)
+                got = pbc.grad(table).numpy()
+            else:
+                pbc.forward(table)                # (along a tangent of ones)
+                got = pbc.grad(L).numpy()
+                expected = product * sum(1 / v for v in values)
+            kernels = pbc.kernel_history()
+        np.testing.assert_allclose(got, expected, rtol=1e-10)
+        assert len({k['hash'] for k in kernels}) <= 5, mode

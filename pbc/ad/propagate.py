@@ -229,6 +229,8 @@ def traverse(starts, backward, toward_inputs, flags, since=0):
             g = _runtime.ad_grad(n)
             if g is None:
                 continue
+            if _runtime.ad_evaluates(n):
+                evaluate.schedule(g)
             node = _runtime.ad_view(n)
             rule = rules.RULES[node.rule]
             if node.size == 1 and len(g) > 1 and not since and \
@@ -251,6 +253,8 @@ def traverse(starts, backward, toward_inputs, flags, since=0):
             d = rules.forward(rules.RULES[node.rule], node, tangents)
             if d is not None:
                 accumulate(n, d)
+                if _runtime.ad_evaluates(n):
+                    evaluate.schedule(_runtime.ad_grad(n))
             propagated.update(s for s, t in zip(srcs, tangents) if t is not None)
     if backward and not since:
         _sum_lanes(order)
