@@ -175,11 +175,10 @@ PRB_LANES, PRB_STEPS, PRB_TEXELS, PRB_MATERIALS = 1_000_000, 16, 1024, 4
 def prb_child(lib, variant, kind):
     """(figures, the tables' gradients as NumPy arrays) of the PRB toy for `lib` ('pbc' or
     'drjit'), run the `variant` way ('megakernel' or 'wavefront'); `kind` 'method': each
-    step evaluates a material's method
-    (a call over PRB_MATERIALS materials, each scaling a texel of its own differentiable
-    texture: pbc.Object instances in pbc, a dr.switch over the materials' functions in
-    Dr.Jit, whose dispatch takes only C++ classes); 'texture': each step reads a texel of
-    one differentiable texture, no call."""
+    step evaluates a material's method (a call over PRB_MATERIALS materials, each scaling
+    a texel of its own differentiable texture: pbc.Object instances in pbc, a dr.switch
+    over the materials' functions in Dr.Jit, whose dispatch takes only C++ classes);
+    'texture': each step reads a texel of one differentiable texture, no call."""
     import numpy as np
     if lib == 'drjit':
         import drjit as m
