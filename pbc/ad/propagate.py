@@ -9,6 +9,7 @@ from .. import _runtime, evaluate
 from . import rules
 
 CUSTOM = rules.code('custom')    # a custom op's node: its own forward/backward propagate
+CUSTOM_OUT = rules.code('custom_out')    # an output of one: the op reads its gradient
 
 
 class ADFlag(enum.IntFlag):
@@ -208,6 +209,17 @@ def traverse(starts, backward, toward_inputs, flags, since=0):
     edges = []                     # (node, operand) traversed
     boundary = _runtime.ad_boundary() if not since else None
     postpone = boundary if backward else None
+    fed = _fed(order, inside, backward)
+    read_by = {}                   # custom op node -> its outputs whose gradients it reads
+
+    def passed_on(n):
+        # (backward: n's gradient reached its operands, and nothing reads it after: cleared
+        # now, as _clear would at the end, and what it held with it, an evaluated gradient
+        # or an expression reading one, rather than every iteration's at the end)
+        if n in fed and flags & ADFlag.ClearInterior and (
+                boundary is None or _runtime.ad_serial_of(n) >= boundary.serial):
+            _runtime.ad_set_grad(n, None)
+
     for n in (reversed(order) if backward else order):
         if since and _runtime.ad_serial_of(n) < since:
             continue
@@ -224,6 +236,8 @@ def traverse(starts, backward, toward_inputs, flags, since=0):
                                             if s and _runtime.ad_grad(s) is not None]
             if (backward or carrying) and _runtime.ad_view(n).payload._propagate(backward):
                 propagated.update(carrying)
+            for out in read_by.pop(n, ()):
+                passed_on(out)
             continue
         if backward:
             g = _runtime.ad_grad(n)
@@ -240,10 +254,16 @@ def traverse(starts, backward, toward_inputs, flags, since=0):
                 g = _total(g)
                 _runtime.ad_set_grad(n, g)
             parts = rules.backward(rule, node, g, [bool(s) for s in srcs])
+            passed = False
             for s, p in zip(srcs, parts):
                 if s and p is not None:
                     accumulate(s, p, wide=bool(since), defer=not since)
+                    passed = True
             propagated.add(n)
+            if passed:
+                passed_on(n)
+            elif node.rule == CUSTOM_OUT:
+                read_by.setdefault(srcs[0], []).append(n)
         else:
             tangents = [_runtime.ad_grad(s) if s else None for s in srcs]
             if all(t is None for t in tangents):
@@ -262,7 +282,7 @@ def traverse(starts, backward, toward_inputs, flags, since=0):
         if boundary is not None:           # what is older than the boundary keeps its own
             propagated = {n for n in propagated
                           if _runtime.ad_serial_of(n) >= boundary.serial}
-        _clear(propagated, _fed(order, inside, backward), flags)
+        _clear(propagated, fed, flags)
     if flags & ADFlag.ClearEdges:
         for n, k in edges:
             _runtime.ad_drop_source(n, k)
