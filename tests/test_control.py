@@ -707,18 +707,20 @@ def test_an_evaluated_loop_compiles_its_body_once_whatever_its_counter(compress)
     # (A compressed loop's lanes are kept in memory too, or each iteration's kernel would
     # gather through all the earlier iterations' lanes.)
     x = np.linspace(-1, 1, N, dtype=np.float32)
+    mine = UInt32(7)                  # (a literal of the caller's, returned as state)
     pbc.kernel_history_clear()
     with pbc.scoped_set_flag(pbc.JitFlag.KernelHistory, True):
-        i, y = pbc.while_loop((UInt32(0), Float(x)), lambda i, y: i < 20,
-                              lambda i, y: (i + 1, pbc.sin(y + i)), mode='evaluated',
-                              compress=compress)
+        i, y, k = pbc.while_loop((UInt32(0), Float(x), UInt32(0)), lambda i, y, k: i < 20,
+                                 lambda i, y, k: (i + 1, pbc.sin(y + i), mine),
+                                 mode='evaluated', compress=compress)
         pbc.eval(y)
         kernels = pbc.kernel_history()
-    for k in range(20):
-        x = np.sin(x + np.float32(k))
+    for j in range(20):
+        x = np.sin(x + np.float32(j))
     np.testing.assert_allclose(y.numpy(), x, rtol=1e-5, atol=1e-6)
-    assert set(i.numpy().tolist()) == {20} and len(kernels) >= 20
-    assert len({k['hash'] for k in kernels}) <= 4
+    assert set(i.numpy().tolist()) == {20} and set(k.numpy().tolist()) == {7}
+    assert len(kernels) >= 20 and len({k['hash'] for k in kernels}) <= 4
+    assert mine.state == 'literal'
 
 
 def test_evaluated_loop_computes_what_its_body_reads_from_outside_once():
