@@ -606,10 +606,10 @@ def test_scatter_adds_into_an_array_the_body_reaches_through_a_global(mode):
 
 
 def test_derivatives_through_an_evaluated_loop_are_a_kernel_of_one_iterations_code():
-    # Each iteration's derivative is evaluated as the traversal completes it: fused
-    # instead, every kernel that the traversal launched (here, one per scatter-add into
-    # the table's gradient) recomputed the derivative through all the later iterations,
-    # a kernel longer each time, each compiled anew.
+    # Reverse mode evaluates each iteration's gradient as the traversal completes it:
+    # fused instead, every kernel that the traversal launched (here, one per scatter-add
+    # into the table's gradient) recomputed it through all the later iterations, a kernel
+    # longer each time, each compiled anew. (Forward mode stays fused: one kernel.)
     lanes, steps = 3000, 12
     table0 = np.random.default_rng(5).uniform(0.5, 1.5, 64)
     lane = pbc.arange(UInt32, lanes)

@@ -43,7 +43,7 @@ cdef enum ADNodeFlag:
     AD_PAYLOAD = 1      # ad_payload holds Python data of its rule (indices of a gather, ...)
     AD_MARK = 2         # visited by the traversal being planned
     AD_WIDE = 4         # ad_wide holds its operand nodes beyond the third (custom ops)
-    AD_EVALUATE = 8     # its derivative is evaluated once complete (ad_mark_evaluate)
+    AD_EVALUATE = 8     # its gradient is evaluated once complete (ad_mark_evaluate)
 
 cdef vector[ADNode] ad_nodes = vector[ADNode](1)     # slot 0: "no node"
 cdef vector[uint32_t] ad_free
@@ -413,15 +413,16 @@ def ad_disable(ArrayBase x):
         ad_dec(n)
 
 def ad_mark_evaluate(ArrayBase x):
-    """Has traversals evaluate the derivative of x's node (if any) once it is complete: an
-    evaluated loop's state after an iteration, so that each iteration's derivative is
-    code of its own kernels' size, not a part of one expression that grows with every
-    iteration traversed (docs/autodiff.md)."""
+    """Has reverse traversals evaluate the gradient of x's node (if any) once it is
+    complete: an evaluated loop's state after an iteration, so that each iteration's
+    derivative is code of its own kernels' size, not a part of one expression that grows
+    with every iteration traversed (docs/autodiff.md)."""
     if x._ad:
         ad_nodes[x._ad].flags |= AD_EVALUATE
 
 def ad_evaluates(uint32_t n):
-    """Whether traversals evaluate node n's derivative once complete (ad_mark_evaluate)."""
+    """Whether reverse traversals evaluate node n's gradient once complete
+    (ad_mark_evaluate)."""
     return bool(ad_nodes[n].flags & AD_EVALUATE)
 
 def ad_node_of(ArrayBase x):
