@@ -675,3 +675,23 @@ def test_reverse_mode_through_an_evaluated_loop_frees_each_iterations_gradient()
     pbc.backward(L)
     assert (seen[0] - before) / (lanes * 8) < 4
     np.testing.assert_allclose(pbc.grad(x).numpy(), L.numpy(), rtol=1e-12)
+
+
+def test_reverse_mode_through_an_evaluated_loop_without_scatters_stays_one_kernel():
+    # A traversal that launches nothing before its end leaves the iterations' gradients
+    # fused: one kernel computes each once (evaluated, they would all be held in memory).
+    x0 = np.random.default_rng(2).uniform(0.5, 1.5, 1000)
+    a = Float64(x0)
+    pbc.enable_grad(a)
+    L = pbc.while_loop((UInt32(0), Float64(1.0)), lambda i, L: i < 8,
+                       lambda i, L: (i + 1, L * pbc.sin(a + i)), mode='evaluated')[1]
+    pbc.eval(L)
+    pbc.kernel_history_clear()
+    with pbc.scoped_set_flag(pbc.JitFlag.KernelHistory, True):
+        pbc.backward(L)
+        got = pbc.grad(a).numpy()
+        kernels = pbc.kernel_history()
+    factors = [np.sin(x0 + i) for i in range(8)]
+    expected = np.prod(factors, axis=0) * sum(np.cos(x0 + i) / f for i, f in enumerate(factors))
+    np.testing.assert_allclose(got, expected, rtol=1e-10)
+    assert len(kernels) == 1 and kernels[0]['outputs'] == 1
