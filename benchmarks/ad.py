@@ -180,15 +180,16 @@ def prb_child(lib, variant, kind):
     over the materials' functions in Dr.Jit, whose dispatch takes only C++ classes);
     'texture': each step reads a texel of one differentiable texture, no call."""
     import numpy as np
+
+    from benchmarks import compare
+    mode = 'symbolic' if variant == 'megakernel' else 'evaluated'
     if lib == 'drjit':
         import drjit as m
         from drjit.llvm.ad import Float, UInt32
+        m.set_flag(m.JitFlag.SymbolicCalls, mode == 'symbolic')
     else:
         import pbc as m
         from pbc.llvm import Float, Ptr, UInt32
-    mode = 'symbolic' if variant == 'megakernel' else 'evaluated'
-    if lib == 'drjit':
-        m.set_flag(m.JitFlag.SymbolicCalls, mode == 'symbolic')
 
     def texel_index(i, lane):
         return (lane * 2654435761 + i * 40503) % PRB_TEXELS
@@ -257,33 +258,15 @@ def prb_child(lib, variant, kind):
         m.sync_thread()
         return time.perf_counter() - t0, g
 
-    (first, kernels), g = (drjit_first_call if lib == 'drjit' else pbc_first_call)(run)
+    calls = []
+    kernels = (compare.Drjit if lib == 'drjit' else compare.Pbc)(ad=True).count_kernels(
+        lambda: calls.append(run()))
+    (first, g), = calls
     warm = min(run()[0] for _ in range(3))
     gradients = [t.numpy() for t in g]
     return dict(first=first, warm=warm, kernels=kernels,
                 peak=m._runtime.memory_usage()[1] if lib == 'pbc' else None,
                 checksum=sum(float(np.sum(t, dtype=np.float64)) for t in gradients)), gradients
-
-
-def pbc_first_call(run):
-    """((seconds, kernels launched), result) of pbc's first run(): run() -> (seconds,
-    result)."""
-    import pbc
-    pbc.kernel_history_clear()
-    with pbc.scoped_set_flag(pbc.JitFlag.KernelHistory, True):
-        seconds, result = run()
-        return (seconds, len(pbc.kernel_history())), result
-
-
-def drjit_first_call(run):
-    """The same for Dr.Jit."""
-    import drjit as dr
-    dr.set_flag(dr.JitFlag.KernelHistory, True)
-    dr.kernel_history()                      # (clears it)
-    seconds, result = run()
-    kernels = sum(1 for k in dr.kernel_history() if k['type'] == dr.KernelType.JIT)
-    dr.set_flag(dr.JitFlag.KernelHistory, False)
-    return (seconds, kernels), result
 
 
 def prb_rows():

@@ -212,7 +212,7 @@ def traverse(starts, backward, toward_inputs, flags, since=0):
     edges = []                     # (node, operand) traversed
     boundary = _runtime.ad_boundary() if not since else None
     postpone = boundary if backward else None
-    fed = _fed(order, inside, backward)
+    fed = _fed(order, inside, backward) if flags & ADFlag.ClearVertices else frozenset()
     # (marked gradients, ad_mark_evaluate, are evaluated where kernels launch before the
     # end: otherwise each would compute again all that the gradients before it fuse; where
     # none launch, one kernel at the end computes each once, and evaluating them would
