@@ -186,6 +186,53 @@ def test_ray_test_and_t_max(cornell, accel, mode):
     agree(np.where(missed, np.inf, t), hit.prim.numpy(), t_ref, prim_ref)
 
 
+def _rays_from_box_faces(tree, rng, count):
+    """Rays starting on the faces of the hierarchy's boxes (float32 corners of the nodes'
+    bounds, a face's centre and its corners), in random directions and in directions along
+    the axes (whose other components are +0 or -0)."""
+    node = rng.integers(0, len(tree), count)
+    lo, hi = tree.lo[node], tree.hi[node]
+    o = np.where(rng.integers(0, 2, (count, 3)).astype(bool), lo, hi)
+    centre = rng.integers(0, 3, count)            # one coordinate at the face's centre
+    o[np.arange(count), centre] = ((lo + hi) / 2)[np.arange(count), centre]
+    d = rng.normal(size=(count, 3))
+    axis = rng.random(count) < 0.5
+    a = rng.integers(0, 3, count)
+    d[axis] = np.copysign(0.0, rng.normal(size=(axis.sum(), 3)))
+    d[np.flatnonzero(axis), a[axis]] = rng.choice([-1.0, 1.0], axis.sum())
+    d /= np.linalg.norm(d, axis=1, keepdims=True)
+    return o.astype(np.float32), d.astype(np.float32)
+
+
+@pytest.mark.parametrize('offset', [0.0, 1000.0])
+def test_rays_from_box_faces_hit_what_brute_force_hits(cornell, offset):
+    # The boxes are stored on a 16-bit grid over the scene, and the slab test rounds: rays
+    # that start exactly on a box's face, or run along one, still find every hit, also
+    # where the scene lies far from the origin (whose coordinates round more coarsely).
+    triangles = cornell.triangles + np.float32(offset)
+    accel = intersect.Accel(triangles)
+    o, d = _rays_from_box_faces(bvh.build(triangles), np.random.default_rng(7), 4000)
+    hit = accel.ray_intersect(Array3f(o.T), Array3f(d.T))
+    t_ref, prim_ref = intersect.brute_force(triangles, o, d)
+    # (Where a ray starts on a triangle, float32 rounding decides whether it hits it at
+    # distance 0: those rays are left out.)
+    t = hit.t.numpy()
+    keep = ~((t < 1e-6) | (t_ref < 1e-6))
+    assert keep.mean() > 0.8
+    assert np.array_equal(np.isfinite(t[keep]), np.isfinite(t_ref[keep]))
+    h = keep & np.isfinite(t_ref)
+    np.testing.assert_allclose(t[h], t_ref[h], rtol=1e-4, atol=1e-6)
+    # (many of these rays meet edges and corners, shared by several triangles: the one
+    # reported is one that lies where the ray ends)
+    prim = hit.prim.numpy()[h]
+    p = o[h] + d[h] * t[h, None]
+    plane = np.sum(cornell.normals[prim] * (p - triangles[prim, 0]), axis=1)
+    np.testing.assert_allclose(plane, 0, atol=1e-4)
+    t_max = np.where(np.isfinite(t_ref), t_ref * 1.001 + 1e-6, 1).astype(np.float32)
+    blocked = accel.ray_test(Array3f(o.T), Array3f(d.T), pbc.llvm.Float(t_max)).numpy()
+    assert np.array_equal(blocked[keep], np.isfinite(t_ref)[keep])
+
+
 def test_rays_along_shared_edges_do_not_pass(accel):
     # Rays aimed exactly at the edges and corners where walls meet (and at the diagonal of
     # each wall, which its two triangles share) hit something: the test is watertight.

@@ -14,16 +14,18 @@ from typing import NamedTuple
 import numpy as np
 
 import pbc
-from pbc.llvm import Array3f, Bool, Float, UInt32, UInt64
+from pbc.llvm import Array3f, Bool, Float, Int32, UInt32, UInt64
 
 from . import bvh as _bvh
 
 NO_HIT = 0xFFFFFFFF              # the triangle id of a ray that hits nothing
 INF = float('inf')
-# Box distances are widened by 1 + 2 gamma(3) (gamma(n) = n eps / (1 - n eps), eps = 2^-24),
-# which covers the rounding of the slab test (Ize, "Robust BVH ray traversal", JCGT 2013):
-# no ray misses a box that contains its hit.
-ROBUST = 1 + 2 * (3 * 2.0 ** -24) / (1 - 3 * 2.0 ** -24)
+# Far box distances are widened by 1 + 2 gamma(4) (gamma(n) = n eps / (1 - n eps), eps =
+# 2^-24), which covers the relative rounding of the slab test (Ize, "Robust BVH ray
+# traversal", JCGT 2013), and the boxes by a grid step (_pack_nodes), which covers its
+# absolute rounding: no ray misses a box that contains its hit.
+ROBUST = 1 + 2 * (4 * 2.0 ** -24) / (1 - 4 * 2.0 ** -24)
+GRID = 1 << 16                   # grid coordinates per axis of the boxes' planes
 TINY = 1e-30                     # direction components closer to zero are taken as this
 
 
@@ -79,25 +81,11 @@ class Accel:
         trees = _bvh.build_octants(triangles)
         tree = trees[0]
         t = np.asarray(triangles, dtype=np.float32)[tree.order]
-        # (node ids of the 8 copies, below 2 * 8 * triangles, must fit in 32 bits; a leaf's
-        # count in 3)
-        if len(t) >= 1 << 28 or tree.count.max() >= 8:
-            raise ValueError('Accel: at most 2^28 triangles, fewer than 8 per leaf')
+        # (node ids of the 8 copies, below 2^29, must fit a link; a leaf's count, 3 bits)
+        if 8 * len(tree) >= 1 << 29 or tree.count.max() >= 8:
+            raise ValueError('Accel: at most 2^25 triangles, fewer than 8 per leaf')
         self.nodes = len(tree)
-        # Traversal gathers the data of nodes and triangles two 32-bit values at a time,
-        # from arrays of 64-bit words: a gather costs about the same per element whatever
-        # its size (AO, 16 rays per pixel: 313 -> 242 ms against gathers of single values).
-        # A node: its bounds in three words, then its first triangle and triangle count
-        # (3 bits, 0 for interior nodes) in one half and its miss link in the other. The
-        # hierarchy is stored once per direction octant, each copy with the children that
-        # such rays meet first first (see bvh._layout): a ray finds near hits early, and
-        # skips what lies beyond them.
-        lo, hi = (np.concatenate([getattr(b, k) for b in trees]) for k in ('lo', 'hi'))
-        first, count, miss = (np.concatenate([getattr(b, k) for b in trees])
-                              for k in ('first', 'count', 'miss'))
-        self.node_data = (_pack(lo[:, 0], lo[:, 1]), _pack(lo[:, 2], hi[:, 0]),
-                          _pack(hi[:, 1], hi[:, 2]),
-                          _pack(first | (count << np.uint32(29)), miss))
+        self.base, self.scale, self.node_data = _pack_nodes(trees)
         # A triangle: its nine corner coordinates, v0.x v0.y | v0.z v1.x | ... | v2.z.
         c = t.reshape(len(t), 9)
         self.tri_data = tuple(_pack(c[:, 2 * j], c[:, min(2 * j + 1, 8)]) for j in range(5))
@@ -150,25 +138,30 @@ class Accel:
         safe = Array3f(*(pbc.select(pbc.abs(c) < TINY, pbc.copysign(TINY, c), c)
                          for c in (d.x, d.y, d.z)))
         inv_d = 1.0 / safe
+        # The slab distances of grid plane q along an axis, (base + q scale - o) / d, as
+        # one FMA of q: the grid's margin covers its rounding (see _pack_nodes).
+        step = Array3f(*self.scale) * inv_d
+        start = (Array3f(*self.base) - o) * inv_d
 
-        octant = UInt32(d.x < 0) | (UInt32(d.y < 0) << 1) | (UInt32(d.z < 0) << 2)
-        base = octant * self.nodes                # this ray's copy of the hierarchy
-        node, end = UInt32(0), UInt32(self.nodes)
+        # This ray's copy of the hierarchy: its octant's (the signs of inv_d, as the slab
+        # test sees them), [node, end).
+        octant = UInt32(inv_d.x < 0) | (UInt32(inv_d.y < 0) << 1) | (UInt32(inv_d.z < 0) << 2)
+        node = octant * self.nodes
+        end = node + self.nodes
         best, b1, b2 = UInt32(NO_HIT), Float(0), Float(0)
         while pbc.hint(node < end, mode=mode, label='bvh'):
-            # Slab test of the node's box against [0, t_max).
-            lox, loy = _words(Float, self.node_data[0], base + node)
-            loz, hix = _words(Float, self.node_data[1], base + node)
-            hiy, hiz = _words(Float, self.node_data[2], base + node)
-            meta, miss = _words(UInt32, self.node_data[3], base + node)
-            t0 = (Array3f(lox, loy, loz) - o) * inv_d
-            t1 = (Array3f(hix, hiy, hiz) - o) * inv_d
-            # (no NaN: inv_d is finite, and so are the bounds and origins)
-            near = _max(_max(_min(t0.x, t1.x), _min(t0.y, t1.y)), _min(t0.z, t1.z))
-            far = _min(_min(_max(t0.x, t1.x), _max(t0.y, t1.y)), _max(t0.z, t1.z)) * ROBUST
+            near_xy, near_z_far_x = _words(UInt32, self.node_data[0], node)
+            far_yz, link = _words(UInt32, self.node_data[1], node)
+            near = _max(_max(_plane(near_xy & 0xFFFF, step.x, start.x),
+                             _plane(near_xy >> 16, step.y, start.y)),
+                        _plane(near_z_far_x & 0xFFFF, step.z, start.z))
+            far = _min(_min(_plane(near_z_far_x >> 16, step.x, start.x),
+                            _plane(far_yz & 0xFFFF, step.y, start.y)),
+                       _plane(far_yz >> 16, step.z, start.z)) * ROBUST
+            # (no NaN: inv_d is finite, and so are the grid and the origins)
             box = (near <= far) & (far >= 0) & (near < t_max)
-            count = meta >> 29
-            k = meta & ((1 << 29) - 1)
+            count = link >> 29                   # (0: an interior node, link its miss link)
+            k = link & ((1 << 29) - 1)
             stop = k + pbc.select(box, count, 0)
             while pbc.hint(k < stop, mode=mode, label='leaf'):
                 a, b, c = (v - o for v in self._corners(k))
@@ -190,10 +183,53 @@ class Accel:
                 b1 = pbc.select(hit, v / det, b1)
                 b2 = pbc.select(hit, w / det, b2)
                 k += 1
-            node = pbc.select(box & (count == 0), node + 1, miss)
+            # A leaf's subtree ends right after it: its miss link is node + 1.
+            node = pbc.select(box | (count != 0), node + 1, link)
             if shadow:
                 node = pbc.select(best != NO_HIT, end, node)
         return t_max, best, b1, b2
+
+
+def _plane(q, step, start):
+    """The distance along a ray to the plane of 16-bit grid coordinate q (a UInt32 below
+    2^16: its conversion as an Int32 is one instruction, an unsigned one several)."""
+    return pbc.fma(Float(Int32(q)), step, start)
+
+
+def _pack_nodes(trees):
+    """(base, scale, words) of the hierarchy's 8 octant copies (bvh.build_octants) for the
+    traversal: per axis, a grid base + q scale (q = 0 ... 2^16 - 1, float32) over the root's
+    box, and per node two UInt64 words: the 16-bit grid coordinates of the box's planes
+    that rays of its copy's octant enter by (near x, y, z: the low ones where the direction
+    is positive), then of those they leave by (far x, y, z), then a 32-bit link: for a
+    leaf, its first triangle | its triangle count << 29; for an interior node, its miss
+    link (the node ids count across the copies, the copy of octant k from k x nodes).
+
+    A gather costs about the same per element whatever the element's size, and the
+    traversal is bound by its gathers: a node in two words gathers half of what its
+    float32 bounds in four did. Each box is rounded outwards to the grid and widened by a
+    further grid step (2^-16 of the scene's extent), a margin far larger than the
+    rounding of the slab distances' FMA in the kernel, which a ray starting on a box face
+    could otherwise miss."""
+    root_lo, root_hi = trees[0].lo[0].astype(np.float64), trees[0].hi[0].astype(np.float64)
+    extent = root_hi - root_lo
+    extent = np.maximum(extent, max(extent.max(), 1.0) * 2.0 ** -20)     # (flat scenes)
+    scale = (extent / (GRID - 4)).astype(np.float32)
+    base = (root_lo - 2 * scale.astype(np.float64)).astype(np.float32)
+    s, b = scale.astype(np.float64), base.astype(np.float64)
+    n = len(trees[0])
+    words = []
+    for octant, tree in enumerate(trees):
+        lo = np.clip(np.floor((tree.lo - b) / s) - 1, 0, GRID - 1).astype(np.uint32)
+        hi = np.clip(np.ceil((tree.hi - b) / s) + 1, 0, GRID - 1).astype(np.uint32)
+        negative = np.array([octant >> axis & 1 for axis in range(3)], bool)
+        near, far = np.where(negative, hi, lo), np.where(negative, lo, hi)
+        link = np.where(tree.count > 0, tree.first | (tree.count << np.uint32(29)),
+                        tree.miss + np.uint32(octant * n)).astype(np.uint32)
+        words.append((near[:, 0] | near[:, 1] << 16, near[:, 2] | far[:, 0] << 16,
+                      far[:, 1] | far[:, 2] << 16, link))
+    a, b_, c, d = (np.concatenate(w) for w in zip(*words))
+    return tuple(base.tolist()), tuple(scale.tolist()), (_pack(a, b_), _pack(c, d))
 
 
 def brute_force(triangles, o, d, t_max=np.inf, chunk=256):
