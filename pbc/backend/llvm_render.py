@@ -489,15 +489,24 @@ class _Renderer:
         else:
             self.body.append(f'  {r} = bitcast {self.vec(s)} {a} to {self.vec(d)}')
 
-    def _addresses(self, r, ptr_reg, index_reg, mask_reg, m, index=None, mask=None):
+    def _addresses(self, r, ptr_reg, index_reg, mask_reg, m, index=None, mask=None,
+                   read=False):
         """The lanes' element pointers (`r`.p, of memory type m) and effective mask (`r`.m):
         active, requested and in bounds. A buffer holds fewer than 2^32 elements, so one
         buffer's index is 32-bit throughout: bounds checked as i32, and the address taken from
         a signed 32-bit index (which x86 gathers and scatters read with one instruction) as
-        base + 2^31 elements, index - 2^31 (the index with its top bit flipped)."""
+        base + 2^31 elements, index - 2^31 (the index with its top bit flipped).
+
+        A read of one buffer (`read`) leaves out %active, the lanes before the kernel's end:
+        the lanes after it read in bounds too, and what they read goes nowhere. %active is
+        defined once, outside the loops where gathers run hottest, and a mask defined in
+        another basic block is kept as one byte per lane where AVX-512 is missing: each use
+        would widen it again, for each group of four 64-bit lanes of a gather (ambient
+        occlusion, whose BVH traversal gathers two words per step: 5-10 % of its time)."""
         b = self.body
         index = index or self.names[index_reg]
         if self.k.instrs[ptr_reg].op == 'lane_ptr':      # a buffer per lane
+            read = False              # (a lane's buffer after the end: not known to exist)
             base = self.names[ptr_reg]
             V64 = self.vec('i64')
             b += [f'  {r}.i = zext {self.vec("i32")} {index} to {V64}',
@@ -511,12 +520,12 @@ class _Renderer:
                   f'  {r}.i = xor {V32} {index}, {self.splat("i32", "-2147483648")}',
                   f'  {r}.p = getelementptr {m}, ptr {r}.b, {V32} {r}.i']
         b += [f'  {r}.m0 = and {self.masks} {mask or self.names[mask_reg]}, {r}.in',
-              f'  {r}.m = and {self.masks} {r}.m0, %active']
+              f'  {r}.m = and {self.masks} {r}.m0, {self.const("bool", 1) if read else "%active"}']
 
     def op_gather(self, ins, r, reg):
         ptr_reg, index_reg, mask_reg = ins.args
         m = MEMORY[ins.type]
-        self._addresses(r, ptr_reg, index_reg, mask_reg, m)
+        self._addresses(r, ptr_reg, index_reg, mask_reg, m, read=True)
         V, P = self.vec(m), self.vec('ptr')
         name = f'masked.gather.v{self.W}{MANGLE[m]}.v{self.W}p0'
         self.decls[f'declare {V} @llvm.{name}({P}, i32, {self.masks}, {V})'] = None
