@@ -181,6 +181,9 @@ class LLVMBackend:
         # AVX-512 scales by powers of two in one instruction (llvm_render.SCALEF), also on
         # the 128- and 256-bit vectors of narrow kernels (VL).
         self.scalef = '+avx512f' in feats and '+avx512vl' in feats
+        # Gathers of neighbouring elements as a 16-byte load per lane (llvm_packets.py):
+        # measured where gathers are slow, without AVX-512 (AMD Zen 3).
+        self.packets = '+avx512f' not in feats
         target = llvm.Target.from_default_triple()
         self.tm = target.create_target_machine(cpu=self.cpu, features=self.features, opt=3,
                                                jit=True, codemodel='small', reloc='pic')
@@ -254,7 +257,7 @@ class LLVMBackend:
     def _compile_many(self, jobs):
         rendered = []                     # (text, short pipeline, cache key) per job
         for kernel, _, _ in jobs:
-            text = render(kernel, self.lanes(kernel), self.scalef)
+            text = render(kernel, self.lanes(kernel), self.scalef, self.packets)
             short = _short_pipeline(kernel)
             rendered.append((text, short, self._cache_key(text, short)))
         hits, times = ['memory'] * len(jobs), [0.0] * len(jobs)

@@ -11,6 +11,7 @@ import struct
 from .. import config
 from .._runtime import MAX_LANES  # buffers are padded for vectors this wide
 from ..ops import ARITY, CALL_OPS, COMPARISONS, LOOP_OPS, REDUCE_NAMES, TYPE_NAMES
+from .llvm_packets import packets, render_packet
 
 SCALAR = {'bool': 'i1', 'int32': 'i32', 'uint32': 'i32', 'int64': 'i64', 'uint64': 'i64',
           'float32': 'float', 'float64': 'double', 'ptr': 'ptr'}
@@ -182,10 +183,12 @@ def _exponent_fields(s):
 
 
 class _Renderer:
-    def __init__(self, kernel, width, scalef):
+    def __init__(self, kernel, width, scalef, use_packets):
         self.k = kernel
         self.W = width
         self.scalef = scalef
+        # gathers of neighbouring elements loaded together (see llvm_packets.py)
+        self.packets = packets(kernel, TEMPLATES) if use_packets and width >= 8 else {}
         self.names = []          # register -> operand text
         self.snames = {}         # uniform register -> its scalar operand text
         self.loop_phis = {}      # loop number -> (preheader block, [(line, phi register)])
@@ -525,6 +528,13 @@ class _Renderer:
     def op_gather(self, ins, r, reg):
         ptr_reg, index_reg, mask_reg = ins.args
         m = MEMORY[ins.type]
+        if reg in self.packets:
+            packet = self.packets[reg]
+            if packet is not None:        # (the others are loaded with their packet's first)
+                self.body += render_packet(f'{r}.pk', packet, self.names[packet.base],
+                                           self.names[mask_reg], self.k.instrs[ptr_reg].slot,
+                                           m, self.W)
+            return
         self._addresses(r, ptr_reg, index_reg, mask_reg, m, read=True)
         V, P = self.vec(m), self.vec('ptr')
         name = f'masked.gather.v{self.W}{MANGLE[m]}.v{self.W}p0'
@@ -1017,10 +1027,11 @@ class _Renderer:
         self._per_lane(r, f'{r}.m', lines)
 
 
-def render(kernel, width, scalef=False):
+def render(kernel, width, scalef=False, packets=False):
     """LLVM IR text of `kernel` with `width` lanes per vector (scalef: the target scales
-    by powers of two in one instruction, see SCALEF)."""
+    by powers of two in one instruction, see SCALEF; packets: gathers of neighbouring
+    elements become loads of 16 bytes per lane, see llvm_packets.py)."""
     if width > MAX_LANES:
         raise ValueError(f'pbc: {width} lanes per vector; buffers are padded for '
                          f'{MAX_LANES} at most')
-    return _Renderer(kernel, width, scalef).render()
+    return _Renderer(kernel, width, scalef, packets).render()
