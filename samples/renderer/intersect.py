@@ -14,7 +14,7 @@ from typing import NamedTuple
 import numpy as np
 
 import pbc
-from pbc.llvm import Array3f, Bool, Float, Int32, UInt32, UInt64
+from pbc.llvm import Array3f, Array4f, Array4u, Bool, Float, Int32, UInt32
 
 from . import bvh as _bvh
 
@@ -27,21 +27,6 @@ INF = float('inf')
 ROBUST = 1 + 2 * (4 * 2.0 ** -24) / (1 - 4 * 2.0 ** -24)
 GRID = 1 << 16                   # grid coordinates per axis of the boxes' planes
 TINY = 1e-30                     # direction components closer to zero are taken as this
-
-
-def _pack(a, b):
-    """Pairs of 32-bit values (NumPy arrays) as UInt64 words, a in the low half."""
-    a, b = (np.ascontiguousarray(x).view(np.uint32).astype(np.uint64) for x in (a, b))
-    return UInt64(a | (b << np.uint64(32)))
-
-
-def _words(T, source, index, active=True):
-    """The two 32-bit halves of source[index] (a UInt64 array), as T (Float or UInt32)."""
-    x = pbc.gather(UInt64, source, index, active)
-    lo, hi = UInt32(x), UInt32(x >> 32)
-    if T is Float:
-        return pbc.reinterpret_array(Float, lo), pbc.reinterpret_array(Float, hi)
-    return lo, hi
 
 
 def _min(a, b):
@@ -86,16 +71,15 @@ class Accel:
             raise ValueError('Accel: at most 2^25 triangles, fewer than 8 per leaf')
         self.nodes = len(tree)
         self.base, self.scale, self.node_data = _pack_nodes(trees)
-        # A triangle: its nine corner coordinates, v0.x v0.y | v0.z v1.x | ... | v2.z.
-        c = t.reshape(len(t), 9)
-        self.tri_data = tuple(_pack(c[:, 2 * j], c[:, min(2 * j + 1, 8)]) for j in range(5))
+        # A triangle: its corners, each in 16 bytes (x, y, z and an unused word).
+        self.tri_data = Float(np.pad(t, ((0, 0), (0, 0), (0, 1))).ravel())
         self.prim = UInt32(tree.order.astype(np.uint32))      # leaf order -> triangle id
         pbc.eval(self.node_data, self.tri_data, self.prim)
 
     def _corners(self, k, active=True):
         """The corners of the triangles at leaf positions k, as three Array3f."""
-        w = [x for j in range(5) for x in _words(Float, self.tri_data[j], k, active)]
-        return Array3f(*w[0:3]), Array3f(*w[3:6]), Array3f(*w[6:9])
+        return tuple(Array3f(*pbc.gather(Array4f, self.tri_data, 3 * k + j, active)[:3])
+                     for j in range(3))
 
     def ray_intersect(self, o, d, t_max=INF, mode=None):
         """The nearest hits (a Hit) of the rays (o, d) at distances in [0, t_max); where
@@ -150,8 +134,7 @@ class Accel:
         end = node + self.nodes
         best, b1, b2 = UInt32(NO_HIT), Float(0), Float(0)
         while pbc.hint(node < end, mode=mode, label='bvh'):
-            near_xy, near_z_far_x = _words(UInt32, self.node_data[0], node)
-            far_yz, link = _words(UInt32, self.node_data[1], node)
+            near_xy, near_z_far_x, far_yz, link = pbc.gather(Array4u, self.node_data, node)
             near = _max(_max(_plane(near_xy & 0xFFFF, step.x, start.x),
                              _plane(near_xy >> 16, step.y, start.y)),
                         _plane(near_z_far_x & 0xFFFF, step.z, start.z))
@@ -229,7 +212,8 @@ def _pack_nodes(trees):
         words.append((near[:, 0] | near[:, 1] << 16, near[:, 2] | far[:, 0] << 16,
                       far[:, 1] | far[:, 2] << 16, link))
     a, b_, c, d = (np.concatenate(w) for w in zip(*words))
-    return tuple(base.tolist()), tuple(scale.tolist()), (_pack(a, b_), _pack(c, d))
+    return (tuple(base.tolist()), tuple(scale.tolist()),
+            UInt32(np.stack([a, b_, c, d], axis=1).ravel()))
 
 
 def brute_force(triangles, o, d, t_max=np.inf, chunk=256):
