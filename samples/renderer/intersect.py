@@ -107,18 +107,7 @@ class Accel:
     def _traverse(self, o, d, t_max, shadow, mode):
         """(t of the nearest hit found, its position in leaf order or NO_HIT, and its
         barycentric weights b1, b2)."""
-        # The watertight test in the ray's frame: its largest direction component becomes
-        # z, and x, y keep the winding (swapped where that component is negative).
-        ad = pbc.abs(d)
-        z0 = (ad.x >= ad.y) & (ad.x >= ad.z)
-        z1 = ~z0 & (ad.y >= ad.z)
-        x0, x1 = ~z0 & ~z1, z0                 # x = z + 1 (mod 3)
-        y0, y1 = z1, ~z0 & ~z1                 # y = z + 2 (mod 3)
-        dz = _pick(d, z0, z1)
-        swap = dz < 0
-        x0, y0 = pbc.select(swap, y0, x0), pbc.select(swap, x0, y0)
-        x1, y1 = pbc.select(swap, y1, x1), pbc.select(swap, x1, y1)
-        sx, sy, sz = _pick(d, x0, x1) / dz, _pick(d, y0, y1) / dz, 1.0 / dz
+        frame = _Shear.of(d)
         safe = Array3f(*(pbc.select(pbc.abs(c) < TINY, pbc.copysign(TINY, c), c)
                          for c in (d.x, d.y, d.z)))
         inv_d = 1.0 / safe
@@ -135,7 +124,7 @@ class Accel:
         octant = UInt32(inv_d.x < 0) | (UInt32(inv_d.y < 0) << 1) | (UInt32(inv_d.z < 0) << 2)
         node = UInt32(0) if shadow else octant * self.nodes
         end = node + self.nodes
-        best, b1, b2 = UInt32(NO_HIT), Float(0), Float(0)
+        best = UInt32(NO_HIT)
         while pbc.hint(node < end, mode=mode, label='bvh'):
             near_xy, near_z_far_x, far_yz, link = pbc.gather(Array4u, self.node_data, node)
             tn = Array3f(_plane(near_xy & 0xFFFF, step.x, start.x),
@@ -154,31 +143,73 @@ class Accel:
             k = link & ((1 << 29) - 1)
             stop = k + pbc.select(box, count, 0)
             while pbc.hint(k < stop, mode=mode, label='leaf'):
-                a, b, c = (v - o for v in self._corners(k))
-                az, bz, cz = _pick(a, z0, z1), _pick(b, z0, z1), _pick(c, z0, z1)
-                ax, ay = _pick(a, x0, x1) - sx * az, _pick(a, y0, y1) - sy * az
-                bx, by = _pick(b, x0, x1) - sx * bz, _pick(b, y0, y1) - sy * bz
-                cx, cy = _pick(c, x0, x1) - sx * cz, _pick(c, y0, y1) - sy * cz
-                u = cx * by - cy * bx
-                v = ax * cy - ay * cx
-                w = bx * ay - by * ax
-                inside = ((u >= 0) & (v >= 0) & (w >= 0)) | ((u <= 0) & (v <= 0) & (w <= 0))
-                det = u + v + w
-                tt = (u * az + v * bz + w * cz) * sz
+                u, v, w, det, tt = frame.test(*(c - o for c in self._corners(k)))
                 # t = tt / det in [0, t_max), without dividing (det's sign flips both sides)
                 tt_s, det_s = pbc.mulsign(tt, det), pbc.abs(det)
-                hit = inside & (det != 0) & (tt_s >= 0) & (tt_s < t_max * det_s)
+                hit = _inside(u, v, w) & (det != 0) & (tt_s >= 0) & (tt_s < t_max * det_s)
                 best = pbc.select(hit, k, best)
                 if not shadow:               # (a shadow ray stops at its first hit)
                     t_max = pbc.select(hit, tt / det, t_max)
-                    b1 = pbc.select(hit, v / det, b1)
-                    b2 = pbc.select(hit, w / det, b2)
                 k += 1
             # A leaf's subtree ends right after it: its miss link is node + 1.
             node = pbc.select(box | (count != 0), node + 1, link)
             if shadow:
                 node = pbc.select(best != NO_HIT, end, node)
-        return t_max, best, b1, b2
+        # The barycentric weights of the hit, by its test again: two values fewer for the
+        # loop to carry and merge at each step (and a test per ray more).
+        found = best != NO_HIT
+        _, v, w, det, _ = frame.test(*(c - o for c in self._corners(best, found)))
+        det = pbc.select(found, det, 1.0)
+        return t_max, best, v / det, w / det
+
+
+class _Shear(NamedTuple):
+    """The watertight test's frame of rays (Woop, Benthin and Wald): the largest direction
+    component becomes z, and x, y keep the winding (swapped where that component is
+    negative); masks for the components that become x, y, z (e.g. x0: x is the ray's x,
+    x1: its y, else its z), and the shear sx, sy, sz."""
+    x0: Bool
+    x1: Bool
+    y0: Bool
+    y1: Bool
+    z0: Bool
+    z1: Bool
+    sx: Float
+    sy: Float
+    sz: Float
+
+    @staticmethod
+    def of(d):
+        ad = pbc.abs(d)
+        z0 = (ad.x >= ad.y) & (ad.x >= ad.z)
+        z1 = ~z0 & (ad.y >= ad.z)
+        x0, x1 = ~z0 & ~z1, z0                 # x = z + 1 (mod 3)
+        y0, y1 = z1, ~z0 & ~z1                 # y = z + 2 (mod 3)
+        dz = _pick(d, z0, z1)
+        swap = dz < 0
+        x0, y0 = pbc.select(swap, y0, x0), pbc.select(swap, x0, y0)
+        x1, y1 = pbc.select(swap, y1, x1), pbc.select(swap, x1, y1)
+        return _Shear(x0, x1, y0, y1, z0, z1, _pick(d, x0, x1) / dz, _pick(d, y0, y1) / dz,
+                      1.0 / dz)
+
+    def test(self, a, b, c):
+        """The edge functions u, v, w of the triangle whose corners relative to the ray's
+        origin are a, b, c, their sum det and the scaled distance tt (t = tt / det)."""
+        (ax, ay, az), (bx, by, bz), (cx, cy, cz) = (self.shear(p) for p in (a, b, c))
+        u = cx * by - cy * bx
+        v = ax * cy - ay * cx
+        w = bx * ay - by * ax
+        return u, v, w, u + v + w, (u * az + v * bz + w * cz) * self.sz
+
+    def shear(self, p):
+        """A point relative to the ray's origin in the sheared frame (z not yet scaled)."""
+        z = _pick(p, self.z0, self.z1)
+        return _pick(p, self.x0, self.x1) - self.sx * z, _pick(p, self.y0, self.y1) - self.sy * z, z
+
+
+def _inside(u, v, w):
+    """Whether the point is inside (or on) the triangle: its edge functions share a sign."""
+    return ((u >= 0) & (v >= 0) & (w >= 0)) | ((u <= 0) & (v <= 0) & (w <= 0))
 
 
 def _plane(q, step, start):
