@@ -67,10 +67,11 @@ class Accel:
         tree = trees[0]
         t = np.asarray(triangles, dtype=np.float32)[tree.order]
         # (node ids of the 8 copies, below 2^29, must fit a link; a leaf's count, 3 bits)
-        if 8 * len(tree) >= 1 << 29 or tree.count.max() >= 8:
-            raise ValueError('Accel: at most 2^25 triangles, fewer than 8 per leaf')
         self.nodes = len(tree)
-        self.base, self.scale, self.node_data = _pack_nodes(trees)
+        self.stride = 1 << self.nodes.bit_length()        # (> nodes, see _pack_nodes)
+        if 8 * self.stride > 1 << 29 or tree.count.max() >= 8:
+            raise ValueError('Accel: at most 2^24 triangles, fewer than 8 per leaf')
+        self.base, self.scale, self.node_data = _pack_nodes(trees, self.stride)
         # A triangle: its corners, each in 16 bytes (x, y, z and an unused word).
         self.tri_data = Float(np.pad(t, ((0, 0), (0, 0), (0, 1))).ravel())
         self.prim = UInt32(tree.order.astype(np.uint32))      # leaf order -> triangle id
@@ -122,10 +123,11 @@ class Accel:
         # (low planes first) and orders each axis's two planes itself: a working set 8 times
         # smaller for the caches (ambient occlusion 0.87-0.97 -> 0.76-0.84 s, Zen 3).
         octant = UInt32(inv_d.x < 0) | (UInt32(inv_d.y < 0) << 1) | (UInt32(inv_d.z < 0) << 2)
-        node = UInt32(0) if shadow else octant * self.nodes
-        end = node + self.nodes
+        # (The copy of octant k starts at node k x stride, and a node id whose offset in
+        # its copy is `nodes` is its end: the loop needs no per-lane end.)
+        node = UInt32(0) if shadow else octant * self.stride
         best = UInt32(NO_HIT)
-        while pbc.hint(node < end, mode=mode, label='bvh'):
+        while pbc.hint((node & (self.stride - 1)) < self.nodes, mode=mode, label='bvh'):
             near_xy, near_z_far_x, far_yz, link = pbc.gather(Array4u, self.node_data, node)
             tn = Array3f(_plane(near_xy & 0xFFFF, step.x, start.x),
                          _plane(near_xy >> 16, step.y, start.y),
@@ -154,7 +156,7 @@ class Accel:
             # A leaf's subtree ends right after it: its miss link is node + 1.
             node = pbc.select(box | (count != 0), node + 1, link)
             if shadow:
-                node = pbc.select(best != NO_HIT, end, node)
+                node = pbc.select(best != NO_HIT, self.nodes, node)
         # The barycentric weights of the hit, by its test again: two values fewer for the
         # loop to carry and merge at each step (and a test per ray more).
         found = best != NO_HIT
@@ -218,21 +220,20 @@ def _plane(q, step, start):
     return pbc.fma(Float(Int32(q)), step, start)
 
 
-def _pack_nodes(trees):
+def _pack_nodes(trees, stride):
     """(base, scale, words) of the hierarchy's 8 octant copies (bvh.build_octants) for the
     traversal: per axis, a grid base + q scale (q = 0 ... 2^16 - 1, float32) over the root's
-    box, and per node two UInt64 words: the 16-bit grid coordinates of the box's planes
-    that rays of its copy's octant enter by (near x, y, z: the low ones where the direction
-    is positive), then of those they leave by (far x, y, z), then a 32-bit link: for a
-    leaf, its first triangle | its triangle count << 29; for an interior node, its miss
-    link (the node ids count across the copies, the copy of octant k from k x nodes).
+    box, and per node four 32-bit words (a UInt32 array, 16 bytes per node): the 16-bit grid
+    coordinates of the box's planes that rays of its copy's octant enter by (near x, y, z:
+    the low ones where the direction is positive), then of those they leave by (far x, y,
+    z), then a link: for a leaf, its first triangle | its triangle count << 29; for an
+    interior node, its miss link. Node ids count across the copies: octant k's from
+    k x stride (a power of two above the node count, so that a copy's end is the id whose
+    offset in it is the node count; the rest of each stride is never read).
 
-    A gather costs about the same per element whatever the element's size, and the
-    traversal is bound by its gathers: a node in two words gathers half of what its
-    float32 bounds in four did. Each box is rounded outwards to the grid and widened by a
-    further grid step (2^-16 of the scene's extent), a margin far larger than the
-    rounding of the slab distances' FMA in the kernel, which a ray starting on a box face
-    could otherwise miss."""
+    Each box is rounded outwards to the grid and widened by a further grid step (2^-16 of
+    the scene's extent), a margin far larger than the rounding of the slab distances' FMA
+    in the kernel, which a ray starting on a box face could otherwise miss."""
     root_lo, root_hi = trees[0].lo[0].astype(np.float64), trees[0].hi[0].astype(np.float64)
     extent = root_hi - root_lo
     extent = np.maximum(extent, max(extent.max(), 1.0) * 2.0 ** -20)     # (flat scenes)
@@ -240,19 +241,18 @@ def _pack_nodes(trees):
     base = (root_lo - 2 * scale.astype(np.float64)).astype(np.float32)
     s, b = scale.astype(np.float64), base.astype(np.float64)
     n = len(trees[0])
-    words = []
+    words = np.zeros((len(trees), stride, 4), np.uint32)
     for octant, tree in enumerate(trees):
         lo = np.clip(np.floor((tree.lo - b) / s) - 1, 0, GRID - 1).astype(np.uint32)
         hi = np.clip(np.ceil((tree.hi - b) / s) + 1, 0, GRID - 1).astype(np.uint32)
         negative = np.array([octant >> axis & 1 for axis in range(3)], bool)
         near, far = np.where(negative, hi, lo), np.where(negative, lo, hi)
         link = np.where(tree.count > 0, tree.first | (tree.count << np.uint32(29)),
-                        tree.miss + np.uint32(octant * n)).astype(np.uint32)
-        words.append((near[:, 0] | near[:, 1] << 16, near[:, 2] | far[:, 0] << 16,
-                      far[:, 1] | far[:, 2] << 16, link))
-    a, b_, c, d = (np.concatenate(w) for w in zip(*words))
-    return (tuple(base.tolist()), tuple(scale.tolist()),
-            UInt32(np.stack([a, b_, c, d], axis=1).ravel()))
+                        tree.miss + np.uint32(octant * stride))
+        words[octant, :n] = np.stack([near[:, 0] | near[:, 1] << 16,
+                                      near[:, 2] | far[:, 0] << 16,
+                                      far[:, 1] | far[:, 2] << 16, link], axis=1)
+    return tuple(base.tolist()), tuple(scale.tolist()), UInt32(words.ravel())
 
 
 def brute_force(triangles, o, d, t_max=np.inf, chunk=256):
