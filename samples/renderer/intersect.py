@@ -168,16 +168,16 @@ class Accel:
 class _Shear(NamedTuple):
     """The watertight test's frame of rays (Woop, Benthin and Wald): the largest direction
     component becomes z, and x, y keep the winding (swapped where that component is
-    negative); masks for the components that become x, y, z (e.g. x0: x is the ray's x,
-    x1: its y, else its z), and the shear sx, sy, sz."""
-    x0: Bool
-    x1: Bool
-    y0: Bool
-    y1: Bool
-    z0: Bool
-    z1: Bool
-    sx: Float
-    sy: Float
+    negative), then x and y are sheared by sx, sy so that the ray runs along z. As rows of
+    a matrix (mx, my, mz) applied to points relative to the ray's origin: mz picks the
+    component that becomes z, mx is the one-hot row of x less sx mz, my likewise. Products
+    in place of per-lane component selects: the selects' masks, defined outside the loops,
+    cost several shuffles at each use on processors without AVX-512. (With the one-hot
+    rows, p.x - sx p.z is what it was, or its fused form: a vertex's coordinates are the
+    same for every triangle that shares it, which is what keeps the test watertight.)"""
+    mx: Array3f
+    my: Array3f
+    mz: Array3f
     sz: Float
 
     @staticmethod
@@ -191,22 +191,26 @@ class _Shear(NamedTuple):
         swap = dz < 0
         x0, y0 = pbc.select(swap, y0, x0), pbc.select(swap, x0, y0)
         x1, y1 = pbc.select(swap, y1, x1), pbc.select(swap, x1, y1)
-        return _Shear(x0, x1, y0, y1, z0, z1, _pick(d, x0, x1) / dz, _pick(d, y0, y1) / dz,
-                      1.0 / dz)
+        sx, sy = _pick(d, x0, x1) / dz, _pick(d, y0, y1) / dz
+        mz = _one_hot(z0, z1)
+        return _Shear(_one_hot(x0, x1) - sx * mz, _one_hot(y0, y1) - sy * mz, mz, 1.0 / dz)
 
     def test(self, a, b, c):
         """The edge functions u, v, w of the triangle whose corners relative to the ray's
         origin are a, b, c, their sum det and the scaled distance tt (t = tt / det)."""
-        (ax, ay, az), (bx, by, bz), (cx, cy, cz) = (self.shear(p) for p in (a, b, c))
+        (ax, ay, az), (bx, by, bz), (cx, cy, cz) = (
+            tuple(pbc.fma(p.x, m.x, pbc.fma(p.y, m.y, p.z * m.z))
+                  for m in (self.mx, self.my, self.mz)) for p in (a, b, c))
         u = cx * by - cy * bx
         v = ax * cy - ay * cx
         w = bx * ay - by * ax
         return u, v, w, u + v + w, (u * az + v * bz + w * cz) * self.sz
 
-    def shear(self, p):
-        """A point relative to the ray's origin in the sheared frame (z not yet scaled)."""
-        z = _pick(p, self.z0, self.z1)
-        return _pick(p, self.x0, self.x1) - self.sx * z, _pick(p, self.y0, self.y1) - self.sy * z, z
+
+def _one_hot(is0, is1):
+    """(1, 0, 0), (0, 1, 0) or (0, 0, 1) per lane, as the masks say (see _pick)."""
+    return Array3f(pbc.select(is0, 1.0, 0.0), pbc.select(~is0 & is1, 1.0, 0.0),
+                   pbc.select(is0 | is1, 0.0, 1.0))
 
 
 def _inside(u, v, w):
