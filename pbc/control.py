@@ -28,6 +28,12 @@ from .tree import children, flatten, paths, rebuild
 MODES = ('symbolic', 'evaluated', None)
 # Record-time statistics of symbolic loops (see loop_stats).
 _stats = dict(loops=0, state=0, invariant_removed=0, rerecorded=0)
+# The state that the last recording of a loop's code found loop-invariant (see
+# _invariant_key): a later recording of that code leaves it out from the start, where each
+# loop would otherwise be recorded twice, and a loop nested k deep 2^k times. A recording
+# whose body changes such state records again with it.
+_invariant_memo = {}
+_MEMO_LIMIT = 4096
 _symbolic_branches = 0      # symbolic if_stmt branches being traced
 
 
@@ -45,8 +51,9 @@ def hint(value, mode=None, max_iterations=None, label=None, include=None, exclud
 
 def loop_stats():
     """Counts of symbolic loops recorded so far: loops, state variables, state variables
-    removed as loop-invariant (OptimizeLoops), and loops recorded again for that reason or
-    because their width grew. Kernel assembly's removal of state that nothing reads after a
+    found loop-invariant and removed (OptimizeLoops; a later trace of the same loop code
+    leaves them out from the start), and loops recorded again for that reason or because
+    their width grew. Kernel assembly's removal of state that nothing reads after a
     loop shows in kernel_history() as 'loop_state_removed'."""
     return dict(_stats)
 
@@ -228,16 +235,52 @@ def _symbolic_loop(state, cond, body, names, c, strict):
         fixed = {i for i, a in enumerate(arrays) if len(a) not in (1, width)}
         if width == 1:
             raise
-    for _ in range(len(arrays) + 3):
+    key = _invariant_key(body, arrays) if flag(JitFlag.OptimizeLoops) else None
+    assumed = {i for i in _invariant_memo.get(key, ()) if len(arrays[i]) in (1, width)}
+    for _ in range(len(arrays) + len(assumed) + 3):
         try:
-            return _record(state, arrays, build, cond, body, names, width, fixed, strict)
+            out = _record(state, arrays, build, cond, body, names, width, fixed | assumed,
+                          strict, assumed)
         except _Retry as r:
             _stats['rerecorded'] += 1
-            width, fixed = r.args
+            width, found = r.args
+            assumed &= found
+            fixed = found - assumed
+            continue
+        if key is not None:
+            if len(_invariant_memo) >= _MEMO_LIMIT:
+                _invariant_memo.clear()
+            _invariant_memo[key] = frozenset(fixed | assumed)
+        return out
     raise RuntimeError('pbc.while_loop: the loop state does not settle')
 
 
-def _record(state, arrays, build, cond, body, names, width, fixed, strict):
+def _invariant_key(body, arrays):
+    """What identifies a loop for _invariant_memo: its body's code (the function that
+    @pbc.syntax made of it, or the one passed to pbc.while_loop), the Python scalars that
+    code reads from enclosing scopes (a flag that selects another path through it), and
+    the types of its state's arrays. None where the body has no code of its own."""
+    fn = getattr(body, '_pbc_body', body)
+    code = getattr(fn, '__code__', None)
+    if code is None:
+        return None
+    cells = tuple(c.cell_contents for c in getattr(fn, '__closure__', None) or ()
+                  if _is_scalar_cell(c))
+    return code, cells, tuple(type(a) for a in arrays)
+
+
+def _is_scalar_cell(cell):
+    try:
+        value = cell.cell_contents
+    except ValueError:                # (empty cell)
+        return False
+    return value is None or type(value) in (bool, int, float, str)
+
+
+def _record(state, arrays, build, cond, body, names, width, fixed, strict, assumed=frozenset()):
+    """One recording of the loop; `fixed` state stays out of it (loop-invariant), of which
+    `assumed` only because an earlier recording of the same code found it so (a body that
+    changes it then records again without it)."""
     loop_arrays = [i for i in range(len(arrays)) if i not in fixed]
     if not arrays:
         raise StateError('pbc.while_loop: a loop with a JIT condition needs at least one JIT '
@@ -266,6 +309,9 @@ def _record(state, arrays, build, cond, body, names, width, fixed, strict):
         _check_same(state, new, names, 'while_loop', strict)
         _check_initialized(new, names, W)
         new_arrays, _ = flatten(new)
+        changed = {i for i in assumed if new_arrays[i].index != arrays[i].index}
+        if changed:
+            raise _Retry(width, fixed - changed)
         wide = [i for i, x in enumerate(new_arrays) if len(x) not in (1, width)
                 and not (i in fixed and x.index == arrays[i].index)]
         if wide and width == 1 and len({len(new_arrays[i]) for i in wide}) == 1:

@@ -171,6 +171,61 @@ def test_optimize_loops_removes_invariant_and_unused_state():
         assert np.array_equal(acc2.numpy(), acc.numpy())
 
 
+def test_a_loop_traced_again_starts_from_the_invariant_state_found_before():
+    # A second trace of the same loop code records once: the state that its first trace
+    # found loop-invariant (`scale`; `y` where the Python flag leaves it alone) stays out of
+    # the loop from the start. The flag, read from an enclosing scope, selects another path
+    # through the body: each value has a memory of its own.
+    x = Float(np.arange(N, dtype=np.float32))
+
+    def run(bump):
+        @pbc.syntax
+        def f(x, scale):
+            i, y = UInt32(0), Float(1)
+            while i < 3:
+                x = x * scale + 1
+                if bump:
+                    y = y + x
+                i += 1
+            return x, y
+        return f(x, Float(2))
+
+    traced = set()
+    for bump in (False, True, False, True):
+        before = pbc.loop_stats()['rerecorded']
+        out, y = run(bump)
+        again = pbc.loop_stats()['rerecorded'] - before
+        ref, ref_y = np.arange(N, dtype=np.float32), np.ones(N, np.float32)
+        for _ in range(3):
+            ref = ref * 2 + 1
+            ref_y = ref_y + ref if bump else ref_y
+        assert np.array_equal(out.numpy(), ref)
+        assert np.array_equal(np.broadcast_to(y.numpy(), (N,)), ref_y)
+        # (bump: no state is invariant; without the flag in the memory's key, its traces
+        # would start from the other path's guess and record twice)
+        assert again == (0 if bump or bump in traced else 1)
+        traced.add(bump)
+
+
+def test_a_loop_whose_remembered_invariant_state_changes_records_again():
+    # The memory of invariant state is a guess: a later trace whose body changes that state
+    # (y * s folds away for s = 1, not for s = 2, an array the body reads) records again
+    # with it as loop state, and computes the right values.
+    x = Float(np.arange(N, dtype=np.float32))
+
+    def run(s):
+        def body(i, y):
+            return i + 1, y * s
+        return pbc.while_loop((UInt32(0), x + 1), lambda i, y: i < 3, body)[1]
+
+    for s in (1.0, 2.0, 1.0, 2.0):
+        before = pbc.loop_stats()['rerecorded']
+        y = run(Float(s))
+        assert np.array_equal(y.numpy(), (np.arange(N, dtype=np.float32) + 1) * s ** 3)
+        if s == 2:           # (the memory said y is invariant: wrong, so recorded again)
+            assert pbc.loop_stats()['rerecorded'] - before == 1
+
+
 @pytest.mark.parametrize('mode', MODES)
 def test_if_stmt(mode):
     x = Int32(np.arange(N, dtype=np.int32) - 18)

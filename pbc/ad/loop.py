@@ -157,6 +157,11 @@ class _LocalBody:
     def __init__(self, body, size, diff):
         self.body, self.size, self.diff = body, size, diff
 
+    @property
+    def _pbc_body(self):
+        """The user's body function (what identifies the loop, see control._invariant_key)."""
+        return getattr(self.body, '_pbc_body', self.body)
+
     def scope(self):
         return local_scope()                    # (the enclosing scope's set Omega)
 

@@ -116,9 +116,11 @@ def while_loop(state, cond, body, labels=(), **kwargs):
     # (What the body changes in place reaches the caller's objects: see pbc/state.py.)
     aliases = Aliases(state, labels)
     unique = aliases.collapse(state)
+    def collapsed_body(*u):
+        return aliases.collapse(body(*aliases.expand(u)))
+    collapsed_body._pbc_body = body          # (identifies the loop: control._invariant_key)
     out = control.while_loop(unique, _first(lambda *u: cond(*aliases.expand(u)), unique, c),
-                             lambda *u: aliases.collapse(body(*aliases.expand(u))),
-                             labels=shown(aliases.unique_labels()), **kwargs)
+                             collapsed_body, labels=shown(aliases.unique_labels()), **kwargs)
     return aliases.expand(out)
 
 
