@@ -25,8 +25,9 @@ from typing import NamedTuple
 
 PACKET_BYTES = 16
 ELEMENT_BYTES = {'int32': 4, 'uint32': 4, 'float32': 4, 'int64': 8, 'uint64': 8, 'float64': 8}
-# Ops after which the renderer may have started another basic block (or function): a packet
-# is loaded where its first gather was, which must be where all of them are.
+# Ops that the renderer writes without starting another basic block or function (besides
+# its template ops): a packet is loaded where its first gather was, which must be in the
+# block of all of them, and before no scatter (which starts a region of its own).
 STRAIGHT = frozenset(('literal', 'counter', 'load', 'load1', 'ptr', 'lane_ptr', 'store',
                       'cast', 'bitcast', 'gather'))
 
