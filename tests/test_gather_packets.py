@@ -125,3 +125,16 @@ def test_the_packet_is_one_load_per_lane():
     ir = render(k, 16, packets=True)
     assert ir.count('load <4 x float>') == 16 and 'masked.gather' not in ir
     assert 'masked.gather' in render(k, 16) and 'load <4 x float>' not in render(k, 16)
+
+
+def test_a_scatter_between_neighbouring_gathers_is_seen(packets):
+    # (the packet is loaded where its first gather is: never before a scatter that the
+    # later gathers must see)
+    src = pbc.arange(Float, 64)
+    pbc.eval(src)
+    i = pbc.arange(UInt32, 16)
+    first = pbc.gather(Float, src, i * 4)
+    pbc.scatter(src, Float(-1), i * 4 + 1)
+    second = pbc.gather(Float, src, i * 4 + 1)
+    pbc.eval(first, second)
+    assert np.array_equal(first.numpy(), np.arange(0, 64, 4)) and np.all(second.numpy() == -1)
