@@ -70,7 +70,8 @@ class Accel:
         self.nodes = len(tree)
         self.stride = 1 << self.nodes.bit_length()        # (> nodes, see _pack_nodes)
         if 8 * self.stride > 1 << 29 or tree.count.max() >= 8:
-            raise ValueError('Accel: at most 2^24 triangles, fewer than 8 per leaf')
+            raise ValueError(f'Accel: {len(t)} triangles make {self.nodes} nodes, too many for '
+                             'node ids below 2^29 in 8 copies (or a leaf holds 8 or more)')
         self.base, self.scale, self.node_data = _pack_nodes(trees, self.stride)
         # A triangle: its corners, each in 16 bytes (x, y, z and an unused word).
         self.tri_data = Float(np.pad(t, ((0, 0), (0, 0), (0, 1))).ravel())
