@@ -264,17 +264,20 @@ def _invariant_key(body, arrays):
     code = getattr(fn, '__code__', None)
     if code is None:
         return None
-    cells = tuple(c.cell_contents for c in getattr(fn, '__closure__', None) or ()
-                  if _is_scalar_cell(c))
-    return code, cells, tuple(type(a) for a in arrays)
+    return code, _scalars_read(fn), tuple(type(a) for a in arrays)
 
 
-def _is_scalar_cell(cell):
-    try:
-        value = cell.cell_contents
-    except ValueError:                # (empty cell)
-        return False
-    return value is None or type(value) in (bool, int, float, str)
+def _scalars_read(fn):
+    """The Python scalars (None, bool, int, float, str) in fn's closure cells."""
+    out = []
+    for cell in getattr(fn, '__closure__', None) or ():
+        try:
+            value = cell.cell_contents
+        except ValueError:            # (an empty cell)
+            continue
+        if value is None or type(value) in (bool, int, float, str):
+            out.append(value)
+    return tuple(out)
 
 
 def _record(state, arrays, build, cond, body, names, width, fixed, strict, assumed=frozenset()):

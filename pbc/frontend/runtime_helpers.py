@@ -116,6 +116,7 @@ def while_loop(state, cond, body, labels=(), **kwargs):
     # (What the body changes in place reaches the caller's objects: see pbc/state.py.)
     aliases = Aliases(state, labels)
     unique = aliases.collapse(state)
+
     def collapsed_body(*u):
         return aliases.collapse(body(*aliases.expand(u)))
     collapsed_body._pbc_body = body          # (identifies the loop: control._invariant_key)

@@ -125,8 +125,8 @@ class Accel:
         # for the caches (ambient occlusion 0.87-0.97 -> 0.76-0.84 s, Zen 3). The copy of
         # octant k starts at node k x stride, and the node id whose offset in it is `nodes`
         # is its end: the loop needs no per-lane end.
-        octant = UInt32(inv_d.x < 0) | (UInt32(inv_d.y < 0) << 1) | (UInt32(inv_d.z < 0) << 2)
-        node = UInt32(0) if shadow else octant * self.stride
+        node = UInt32(0) if shadow else self.stride * (
+            UInt32(inv_d.x < 0) | (UInt32(inv_d.y < 0) << 1) | (UInt32(inv_d.z < 0) << 2))
         best = UInt32(NO_HIT)
         while pbc.hint((node & (self.stride - 1)) < self.nodes, mode=mode, label='bvh'):
             near_xy, near_z_far_x, far_yz, link = pbc.gather(Array4u, self.node_data, node)
