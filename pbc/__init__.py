@@ -90,6 +90,7 @@ from .routines import (
                        sqrt,
                        square,
                        squared_norm,
+                       subgroup_any,
                        trunc,
                        tzcnt,
                        width,

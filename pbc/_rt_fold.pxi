@@ -154,6 +154,9 @@ cdef bint fold_unary(uint16_t op, uint8_t ot, uint8_t rt, uint64_t a, uint64_t* 
         if op == OP_NOT:
             out[0] = a ^ 1
             return True
+        if op == OP_SUBGROUP_ANY:    # (a lane is in its own subgroup)
+            out[0] = a
+            return True
         return False
     if op == OP_NEG: out[0] = canon(ot, 0 - a)
     elif op == OP_NOT: out[0] = canon(ot, ~a)

@@ -162,7 +162,8 @@ def _printf_format(types):
 
 # Ops whose result is uniform when all operands are (pure and elementwise).
 UNIFORM_OPS = frozenset(ARITY) - {'counter', 'load', 'ptr', 'lane_ptr', 'store', 'gather',
-                                  'scatter', 'print', 'cast', 'bitcast', *LOOP_OPS, *CALL_OPS}
+                                  'scatter', 'print', 'cast', 'bitcast', 'subgroup_any',
+                                  *LOOP_OPS, *CALL_OPS}
 
 
 def assemble(backend, outputs, records, size, optimize_loops=True, merge_functions=True,

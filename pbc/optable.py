@@ -66,6 +66,9 @@ _ROWS = [
     ('popc',           1, I,         PURE),
     ('clz',            1, I,         PURE),
     ('ctz',            1, I,         PURE),
+    # True where the operand is in some lane of the lane's subgroup (the lanes that run
+    # together: a vector, a warp); not elementwise (see pbc.subgroup_any)
+    ('subgroup_any',   1, B,         0),
     ('cast',           1, B | I | F, PURE | DIFF),
     ('bitcast',        1, B | I | F, PURE),
     ('add',            2, I | F,     PURE | COMMUTATIVE | DIFF),

@@ -444,6 +444,21 @@ def tzcnt(x):
 
 
 @componentwise
+def subgroup_any(mask):
+    """True in each lane whose subgroup has `mask` True in one of its active lanes. A
+    subgroup is a set of lanes that the backend runs together (one SIMD vector of the LLVM
+    backend, a CUDA warp); which lanes share one is up to the backend, and
+    every lane is in its own, so the result is True wherever `mask` is. Within a loop,
+    an `if` or a call, the active lanes are those that run it. For choices that change
+    how fast code runs but not what it computes: putting work off until most lanes of a
+    vector need it, say, as the renderer's ray traversal does with its leaf tests."""
+    if mask.Type != 'bool':
+        raise TypeError(f'pbc.subgroup_any: expects a Bool array, not {type(mask).__name__}')
+    top = _runtime.mask_top(type(mask))
+    return op_unary('subgroup_any', mask if top is None else mask & top)
+
+
+@componentwise
 def mul_hi(a, b):
     return op_binary('mulhi', a, b)
 

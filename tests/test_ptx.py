@@ -59,6 +59,8 @@ def op_cases(rng):
             add(f'{t}_{op}', lambda a=a, b=b, op=op: getattr(a, f'__{op}__')(b))
         if kind in 'bi':
             add(f'{t}_not', lambda a=a: ~a)
+        if kind == 'b':
+            add(f'{t}_subgroup_any', lambda a=a: pbc.subgroup_any(a))
         for op in ('and', 'or', 'xor'):
             add(f'{t}_{op}', lambda a=a, b=b, op=op: getattr(a, f'__{op}__')(b))
         if kind in 'fi':

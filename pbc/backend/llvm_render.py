@@ -129,7 +129,8 @@ for _op, (_f, _s, _u) in {'eq': ('oeq', 'eq', 'eq'), 'ne': ('une', 'ne', 'ne'),
 
 # Ops rendered by methods below rather than by a one-line template.
 SPECIAL = frozenset(('literal', 'counter', 'load', 'load1', 'ptr', 'lane_ptr', 'store', 'cast',
-                     'bitcast', 'gather', 'scatter', 'print', *LOOP_OPS, *CALL_OPS))
+                     'bitcast', 'gather', 'scatter', 'print', 'subgroup_any', *LOOP_OPS,
+                     *CALL_OPS))
 assert set(TEMPLATES) | set(SPECIAL) == set(ARITY), 'LLVM renderer misses ops'
 
 _COMPARE = frozenset(COMPARISONS)
@@ -726,6 +727,14 @@ class _Renderer:
             if phi in self.k.uniform:
                 self.splat_to(f'%r{phi}', SCALAR[self.k.instrs[phi].type], f'%r{phi}.s')
         self.loop_phis[n] = (pre, slots)
+
+    def op_subgroup_any(self, ins, r, reg):
+        """The vector's vote: whether any of its lanes before the kernel's end is set."""
+        M, name = self.masks, f'vector.reduce.or.v{self.W}i1'
+        self.decls[f'declare i1 @llvm.{name}({M})'] = None
+        self.body += [f'  {r}.m = and {M} {self.names[ins.args[0]]}, %active',
+                      f'  {r}.s = call i1 @llvm.{name}({M} {r}.m)']
+        self.splat_to(r, 'i1', f'{r}.s')
 
     def op_loop_phi(self, ins, r, reg):
         pass                             # defined at the loop header

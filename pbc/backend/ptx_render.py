@@ -179,6 +179,9 @@ TEMPLATES = {
                    'shl.{x} {r}_kb, {r}_k, {mbits}\n'
                    'mul.rn{ftz}.{f} {r}_m, {a}, {r}_hb\nmul.rn{ftz}.{f} {r}, {r}_m, {r}_kb'},
     'fma': {'f': 'fma.rn{ftz}.{f} {r}, {a}, {b}, {c}', 'i': 'mad.lo.{s} {r}, {a}, {b}, {c}'},
+    # the warp's vote among its threads that run this instruction
+    'subgroup_any': {'b': '.reg .b32 {r}_m\nactivemask.b32 {r}_m\n'
+                          'vote.sync.any.pred {r}, {a}, {r}_m'},
     # selp has no .pred form: Bool selects are (a & b) | (!a & c).
     'select': {'i': 'selp.{x} {r}, {b}, {c}, {a}', 'f': 'selp.{x} {r}, {b}, {c}, {a}',
                'b': '.reg .pred {r}_t, {r}_n, {r}_f\nand.pred {r}_t, {a}, {b}\n'
