@@ -138,3 +138,27 @@ def test_a_scatter_between_neighbouring_gathers_is_seen(packets):
     second = pbc.gather(Float, src, i * 4 + 1)
     pbc.eval(first, second)
     assert np.array_equal(first.numpy(), np.arange(0, 64, 4)) and np.all(second.numpy() == -1)
+
+
+@pytest.mark.parametrize('size', [64, 65, 66, 67])
+def test_records_at_a_buffers_end_whether_it_holds_whole_records_or_not(packets, size):
+    # Where the buffer's size is a multiple of the records' (64), a record that starts in
+    # bounds lies in bounds whole, and its fields need no test of their own (the branch
+    # of llvm_packets' Packet.block); elsewhere the last record straddles the end. Fields
+    # past the end read 0 either way.
+    source = np.arange(1, size + 1, dtype=np.float32)
+    index = np.arange(20, dtype=np.uint32)
+    mask = index % 7 != 3
+    got = pbc.gather(Array4f, Float(source), UInt32(index), Bool(mask))
+    for k in range(4):
+        assert np.array_equal(got[k].numpy(), reference(source, index * 4, mask, k)), k
+
+
+def test_whole_records_take_one_bounds_test():
+    source = pbc.arange(Float, 400)
+    pbc.eval(source)
+    pbc.schedule(pbc.gather(Array4f, source, pbc.arange(UInt32, 100)))
+    k, = pbc.evaluate.take_kernels()
+    ir = render(k, 16, packets=True)
+    # (the branch on the size, and per field a test on the other path only)
+    assert ir.count('.whole:') == 1 and ir.count('icmp ugt') == 1 + 4

@@ -18,7 +18,11 @@ in one basic block, it groups the ones whose k lie within 16 bytes; `render_pack
 a group where its first gather was. Reads stay exact: a lane loads its packet only where
 the mask holds and the packet's first index is in bounds (buffers are padded by at least
 64 bytes, see _rt_graph.pxi, so the rest of the packet can be read), and each gather's
-lanes whose index is out of bounds read 0.
+lanes whose index is out of bounds read 0. Where the buffer holds whole records (its size a
+multiple of an aligned block that holds the packet: Packet.block), a packet that starts in
+bounds is in bounds whole, and a branch on that, the same for every vector of a launch,
+spares the gathers their own tests (ambient occlusion, whose traversal reads nodes and
+triangle corners as records: 1.34 -> 1.27 s of CPU time, Zen 3).
 """
 
 from typing import NamedTuple
@@ -37,6 +41,16 @@ class Packet(NamedTuple):
     first: int          # k of the packet's first element
     count: int          # elements per packet (PACKET_BYTES of them)
     members: tuple      # ((gather register, its k), ...)
+    # A power of two g that divides i and whose aligned blocks of g elements hold all the
+    # members together (0: none): where it divides the buffer's size too, a packet that
+    # starts in bounds lies in bounds whole, and its gathers need no bounds test of their own.
+    block: int
+
+
+class PacketCode(NamedTuple):
+    decls: list         # the module's declarations it needs
+    lines: list         # its IR lines
+    block: str          # the basic block it ends in (it branches)
 
 
 def packets(kernel, templates):
@@ -60,10 +74,11 @@ def packets(kernel, templates):
                 if instrs[b].op == 'literal':
                     base, k = a, instrs[b].literal
                     break
-        if k < _stride(instrs, base):
-            groups.setdefault((region, ptr, mask, base, ins.type), []).append((k, reg))
+        stride = _stride(instrs, base)
+        if k < stride:
+            groups.setdefault((region, ptr, mask, base, ins.type, stride), []).append((k, reg))
     found = {}
-    for (_, _, _, base, type_), members in groups.items():
+    for (_, _, _, base, type_, stride), members in groups.items():
         count = PACKET_BYTES // ELEMENT_BYTES[type_]
         members.sort()
         while members:
@@ -73,7 +88,8 @@ def packets(kernel, templates):
             if len(chunk) < 2:
                 continue
             regs = sorted(reg for _, reg in chunk)
-            found[regs[0]] = Packet(base, first, count, tuple((reg, k) for k, reg in chunk))
+            found[regs[0]] = Packet(base, first, count, tuple((reg, k) for k, reg in chunk),
+                                    _block(first, chunk[-1][0], stride))
             found.update(dict.fromkeys(regs[1:]))
     return found
 
@@ -93,46 +109,80 @@ def _stride(instrs, reg):
     return 0
 
 
+def _block(first, last, stride):
+    """Packet.block of members first .. last of an index that is a multiple of stride."""
+    g = 1
+    while g <= stride:
+        if first // g == last // g:
+            return g
+        g *= 2
+    return 0
+
+
 def render_packet(r, p, base, mask, slot, T, W):
-    """LLVM IR lines that define the gathers of Packet p (registers %r<reg>): `base` and
+    """The PacketCode that defines the gathers of Packet p (registers %r<reg>): `base` and
     `mask` name their index i and mask, `slot` the parameter slot of their buffer (its
-    size: %sz<slot>), T is their element type, W the lanes, r a prefix for temporaries.
-    (Indices are computed here from i: a gather's own may be defined after the first.)"""
+    size: %sz<slot>, or %p<slot + 1>.t as a scalar), T is their element type, W the lanes,
+    r a prefix for temporaries and labels. (Indices are computed here from i: a gather's
+    own may be defined after the first.)"""
     n = p.count
     V32, VT, M = f'<{W} x i32>', f'<{W} x {T}>', f'<{W} x i1>'
-    lines, indices = [], {0: base}
-
-    def index(k):
-        if k not in indices:
-            lines.append(f'  {r}.i{k} = add {V32} {base}, splat (i32 {k})')
-            indices[k] = f'{r}.i{k}'
-        return indices[k]
-
-    start = index(p.first)
-    lines += [
-        # Lanes whose packet starts in bounds (the others load the packet at index 0; a
-        # gather whose index is in bounds reads from a packet that starts in bounds).
-        f'  {r}.in = icmp ult {V32} {start}, %sz{slot}',
-        f'  {r}.ok = and {M} {r}.in, {mask}',
-        f'  {r}.s = select {M} {r}.ok, {V32} {start}, {V32} zeroinitializer',
-        f'  {r}.x = xor {V32} {r}.s, splat (i32 -2147483648)',
-        f'  {r}.b = getelementptr {T}, ptr %p{slot}, i64 2147483648',
-        f'  {r}.p = getelementptr {T}, ptr {r}.b, {V32} {r}.x']
+    # Per lane, how many of the elements from i on are in bounds, up to the packet's end:
+    # min(size - i, first + n), saturating (0 on masked lanes). The element at i + k is
+    # read where that exceeds k.
+    sat, umin = f'usub.sat.v{W}i32', f'umin.v{W}i32'
+    decls = [f'declare {V32} @llvm.{sat}({V32}, {V32})',
+             f'declare {V32} @llvm.{umin}({V32}, {V32})']
+    lines = [f'  {r}.left = call {V32} @llvm.{sat}({V32} %sz{slot}, {V32} {base})',
+             f'  {r}.few = call {V32} @llvm.{umin}({V32} {r}.left, '
+             f'{V32} splat (i32 {p.first + n}))',
+             f'  {r}.n = select {M} {mask}, {V32} {r}.few, {V32} zeroinitializer',
+             # Lanes whose packet starts in bounds (the others load the packet at index 0).
+             f'  {r}.ok = icmp ugt {V32} {r}.n, splat (i32 {p.first})']
+    start = base
+    if p.first:
+        lines.append(f'  {r}.i = add {V32} {base}, splat (i32 {p.first})')
+        start = f'{r}.i'
+    lines.append(f'  {r}.s = select {M} {r}.ok, {V32} {start}, {V32} zeroinitializer')
+    # (Each lane's address from a 32-bit element offset: x86 scales it in the load, where
+    # 64-bit vector addresses would cost a widening, a shift and an add per 4 lanes.)
     P = f'<{n} x {T}>'
     for j in range(W):
-        lines += [f'  {r}.a{j} = extractelement <{W} x ptr> {r}.p, i32 {j}',
+        lines += [f'  {r}.e{j} = extractelement {V32} {r}.s, i32 {j}',
+                  f'  {r}.z{j} = zext i32 {r}.e{j} to i64',
+                  f'  {r}.a{j} = getelementptr {T}, ptr %p{slot}, i64 {r}.z{j}',
                   f'  {r}.l{j} = load {P}, ptr {r}.a{j}, align {PACKET_BYTES // n}']
     columns = [[] for _ in range(n)]
     for b in range(0, W, 2 * n):
         for k, column in enumerate(_transpose(lines, f'{r}.{b}', [f'{r}.l{b + j}'
                                                                   for j in range(2 * n)], T)):
             columns[k].append(column)
+    columns = {reg: _concatenate(lines, f'{r}.k{k}', columns[k - p.first], T, 2 * n)
+               for reg, k in p.members}
+    if not p.block:
+        for reg, k in p.members:
+            lines += [f'  %r{reg}.m = icmp ugt {V32} {r}.n, splat (i32 {k})',
+                      f'  %r{reg} = select {M} %r{reg}.m, {VT} {columns[reg]}, '
+                      f'{VT} zeroinitializer']
+        return PacketCode(decls, lines, None)
+    # Where the buffer's size is a multiple of the block (a uniform branch), the lanes that
+    # start in bounds read every member: one test for all of them.
+    label = r.lstrip('%')
+    lines += [f'  {r}.sa = and i32 %p{slot + 1}.t, {p.block - 1}',
+              f'  {r}.al = icmp eq i32 {r}.sa, 0',
+              f'  br i1 {r}.al, label %{label}.whole, label %{label}.part',
+              f'{label}.whole:']
+    lines += [f'  %r{reg}.w = select {M} {r}.ok, {VT} {columns[reg]}, {VT} zeroinitializer'
+              for reg, _ in p.members]
+    lines += [f'  br label %{label}.join', f'{label}.part:']
     for reg, k in p.members:
-        column = _concatenate(lines, f'{r}.k{k}', columns[k - p.first], T, 2 * n)
-        lines += [f'  %r{reg}.in = icmp ult {V32} {index(k)}, %sz{slot}',
-                  f'  %r{reg}.m = and {M} %r{reg}.in, {r}.ok',
-                  f'  %r{reg} = select {M} %r{reg}.m, {VT} {column}, {VT} zeroinitializer']
-    return lines
+        lines += [f'  %r{reg}.m = icmp ugt {V32} {r}.n, splat (i32 {k})',
+                  f'  %r{reg}.p = select {M} %r{reg}.m, {VT} {columns[reg]}, '
+                  f'{VT} zeroinitializer']
+    lines += [f'  br label %{label}.join', f'{label}.join:']
+    lines += [f'  %r{reg} = phi {VT} [ %r{reg}.w, %{label}.whole ], [ %r{reg}.p, %{label}.part ]'
+              for reg, _ in p.members]
+    return PacketCode(decls, lines, f'{label}.join')
 
 
 def _shuffle(lines, name, x, y, T, order, width):

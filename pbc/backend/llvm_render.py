@@ -532,9 +532,13 @@ class _Renderer:
         if reg in self.packets:
             packet = self.packets[reg]
             if packet is not None:        # (the others are loaded with their packet's first)
-                self.body += render_packet(f'{r}.pk', packet, self.names[packet.base],
-                                           self.names[mask_reg], self.k.instrs[ptr_reg].slot,
-                                           m, self.W)
+                code = render_packet(f'{r}.pk', packet, self.names[packet.base],
+                                     self.names[mask_reg], self.k.instrs[ptr_reg].slot, m,
+                                     self.W)
+                self.decls.update(dict.fromkeys(code.decls))
+                self.body += code.lines
+                if code.block:
+                    self.block = code.block
             return
         self._addresses(r, ptr_reg, index_reg, mask_reg, m, read=True)
         V, P = self.vec(m), self.vec('ptr')
