@@ -152,6 +152,7 @@ def test_loop_free_kernels_get_the_short_pipeline(monkeypatch):
     # Kernels without loops (calls included) are optimized by a few passes (instruction
     # selection does the rest); symbolic loops (but those around calls), per-lane atomics
     # and calls whose targets are all inlined on request (PBC_INLINE_CALLS) get O2.
+    from pbc.backend import llvm_jit
     from pbc.backend.llvm_jit import _short_pipeline
 
     def kernel(build):
@@ -186,6 +187,17 @@ def test_loop_free_kernels_get_the_short_pipeline(monkeypatch):
     assert around.loops and around.calls and _short_pipeline(around)
     after = kernel(lambda: pbc.switch(index % 2, targets, loop(x)))
     assert after.loops and after.calls and not _short_pipeline(after)
+
+    # A loop of hundreds of instructions gets it too.
+    @pbc.syntax
+    def big(v):
+        while v < 10:
+            for _ in range(llvm_jit.BIG_KERNEL_OPS):      # (unrolled when traced)
+                v = pbc.fma(v, 1.0001, 0.5)
+        return v
+
+    large = kernel(lambda: big(x))
+    assert large.loops and large.ir_ops >= llvm_jit.BIG_KERNEL_OPS and _short_pipeline(large)
 
 
 def test_a_huge_straight_line_kernel_is_scheduled_without_register_pressure(monkeypatch,

@@ -41,6 +41,7 @@ PARTS = 8
 LOOP_FREE_PASSES = ('always_inliner', 'ipsccp', 'dead_arg_elimination', 'instruction_combine',
                     'simplify_cfg', 'new_gvn', 'instruction_combine', 'aggressive_dce',
                     'simplify_cfg')
+BIG_KERNEL_OPS = 500          # IR ops: a kernel whose loops O2 no longer pays for
 # A straight-line kernel of more IR ops than this is one huge basic block, over which LLVM's
 # machine scheduler tracks register pressure in time that grows faster than linearly (200k
 # dependent adds: 70 s to compile, 24 s without; 50k: 5.3 -> 2.5 s). It is compiled
@@ -68,13 +69,16 @@ def tuned_features(features):
 
 def _short_pipeline(kernel):
     """Whether LOOP_FREE_PASSES optimize the kernel rather than O2: it has no symbolic loop
-    but one that makes calls, no loop over the lanes of a vector (which atomic scatters and
-    prints make; scatter_add_local's lanes are unrolled), and does not inline all its call
-    targets to have LLVM optimize across them (llvm_render.inline_all). O2's loop passes
-    pay in tight loops (1.6x on x = (x + 1) ^ x), little around a dispatch: a 4-bounce
-    loop over 3 materials (the callopt benchmark) ran 5% slower without them (3.04 vs 2.89
-    ms) and compiled in 21 instead of 30 ms."""
-    return (not kernel.loops or _calls_in_loops(kernel)) and not (
+    but one that makes calls, or is large (BIG_KERNEL_OPS), no loop over the lanes of a
+    vector (which atomic scatters and prints make; scatter_add_local's lanes are unrolled),
+    and does not inline all its call targets to have LLVM optimize across them
+    (llvm_render.inline_all). O2's loop passes pay in tight loops (1.6x on x = (x + 1) ^ x),
+    little around a dispatch: a 4-bounce loop over 3 materials (the callopt benchmark) ran
+    5% slower without them (3.04 vs 2.89 ms) and compiled in 21 instead of 30 ms; and
+    nothing in loops of hundreds of instructions (the renderer's ambient occlusion, 972 IR
+    ops: 0.58 -> 0.36 s to compile, as fast or faster to run)."""
+    return (not kernel.loops or _calls_in_loops(kernel) or kernel.ir_ops >= BIG_KERNEL_OPS
+            ) and not (
         kernel.calls and inline_all(kernel)) and not any(
         ins.op == 'print' or (ins.op == 'scatter' and REDUCE_NAMES[ins.extra] not in (
             'none', 'add_local')) for ins in kernel.instrs)
