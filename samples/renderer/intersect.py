@@ -87,20 +87,22 @@ class Accel:
         return tuple(Array3f(*pbc.gather(Array4f, self.tri_data, 3 * k + j, active)[:3])
                      for j in range(3))
 
-    def ray_intersect(self, o, d, t_max=INF, mode=None):
+    def ray_intersect(self, o, d, t_max=INF, active=True, mode=None):
         """The nearest hits (a Hit) of the rays (o, d) at distances in [0, t_max); where
-        there is none, t = t_max (INF by default) and prim = NO_HIT. Both sides of a
-        triangle are hit. d need not be of unit length (t counts in units of |d|)."""
-        t, k, b1, b2 = self._nearest(o, d, Float(t_max), mode)
+        there is none, or the lane is not `active`, t = t_max (INF by default) and prim =
+        NO_HIT. Both sides of a triangle are hit. d need not be of unit length (t counts in
+        units of |d|)."""
+        t, k, b1, b2 = self._nearest(o, d, Float(t_max), Bool(active), mode)
         found = k != NO_HIT
         return Hit(t, pbc.select(found, pbc.gather(UInt32, self.prim, k, found), NO_HIT),
                    b1, b2, k)
 
-    def ray_test(self, o, d, t_max=INF, mode=None):
-        """Whether the rays (o, d) hit anything at a distance in [0, t_max): a traversal
-        that stops at the first hit it finds. (A ray that starts on a surface, as one
-        spawned from a corner may start on the wall beside it, is blocked by it.)"""
-        return self._any(o, d, Float(t_max), mode)
+    def ray_test(self, o, d, t_max=INF, active=True, mode=None):
+        """Whether the rays (o, d) hit anything at a distance in [0, t_max) (False where the
+        lane is not `active`): a traversal that stops at the first hit it finds. (A ray that
+        starts on a surface, as one spawned from a corner may start on the wall beside it,
+        is blocked by it.)"""
+        return self._any(o, d, Float(t_max), Bool(active), mode)
 
     def position(self, hit):
         """The points of the hits, interpolated from the corners of their triangles, on
@@ -113,17 +115,17 @@ class Accel:
     # at a node whose box the ray enters, on to the next node (the first child, or a leaf's
     # miss link), else to the node's miss link. The copy of octant k starts at node
     # k x stride, and the node id whose offset in it is `nodes` is its end: the loops need
-    # no per-lane end.
+    # no per-lane end. A lane that is not active starts at the end.
 
     @pbc.syntax
-    def _any(self, o, d, t_max, mode):
+    def _any(self, o, d, t_max, active, mode):
         """Whether some triangle is hit at a distance in [0, t_max) (ray_test)."""
         ray = _Ray.of(o, d, self.base, self.scale)
         # A shadow ray, which stops at any hit and gains nothing from an order, reads
         # octant 0's copy (low planes first) and orders each axis's two planes itself: a
         # working set 8 times smaller for the caches (ambient occlusion 0.87-0.97 -> 0.76-0.84
         # s, Zen 3). A hit ends it at BLOCKED, past the end of every copy.
-        node = UInt32(0)
+        node = pbc.select(active, UInt32(0), self.nodes)
         while pbc.hint((node & (self.stride - 1)) < self.nodes, mode=mode, label='bvh'):
             box, link = self._enters(ray, node, t_max, ordered=False)
             k = link & (LEAF_ONE - 1)
@@ -136,7 +138,7 @@ class Accel:
         return node == BLOCKED
 
     @pbc.syntax
-    def _nearest(self, o, d, t_max, mode):
+    def _nearest(self, o, d, t_max, active, mode):
         """(t of the nearest hit, its position in leaf order or NO_HIT, and its barycentric
         weights b1, b2) of hits at distances in [0, t_max) (ray_intersect)."""
         ray = _Ray.of(o, d, self.base, self.scale)
@@ -144,7 +146,7 @@ class Accel:
         # test sees them), whose planes come near ones first.
         inv_d = ray.inv_d
         node = self.stride * (UInt32(inv_d.x < 0) | (UInt32(inv_d.y < 0) << 1)
-                              | (UInt32(inv_d.z < 0) << 2))
+                              | (UInt32(inv_d.z < 0) << 2)) + pbc.select(active, 0, self.nodes)
         best = UInt32(NO_HIT)
         leaf = UInt32(0)         # a leaf put off: its next triangle | triangles left << 29
         while pbc.hint(((node & (self.stride - 1)) < self.nodes) | (leaf >= LEAF_ONE),

@@ -127,24 +127,26 @@ class Geometry:
         """The number of shapes."""
         return len(self.meshes) + len(self.spheres)
 
-    def ray_intersect(self, o, d, t_max=float('inf'), mode=None):
+    def ray_intersect(self, o, d, t_max=float('inf'), active=True, mode=None):
         """The nearest hits (intersect.Hit, with primitive ids as above) of the rays (o, d),
-        d of unit length, at distances in [0, t_max)."""
-        hit = self.accel.ray_intersect(o, d, t_max, mode=mode)
+        d of unit length, at distances in [0, t_max); none where the lane is not `active`
+        (its rays are not traced)."""
+        hit = self.accel.ray_intersect(o, d, t_max, active, mode=mode)
         for k, sphere in enumerate(self.spheres):
             t = sphere.intersect(o, d, hit.t)
-            closer = t < hit.t
+            closer = (t < hit.t) & active
             hit = Hit(pbc.select(closer, t, hit.t),
                       pbc.select(closer, self.triangles + k, hit.prim),
                       hit.b1, hit.b2, pbc.select(closer, NO_HIT, hit.slot))
         return hit
 
-    def ray_test(self, o, d, t_max=float('inf'), mode=None):
-        """Whether the rays (o, d), d of unit length, hit anything in [0, t_max)."""
+    def ray_test(self, o, d, t_max=float('inf'), active=True, mode=None):
+        """Whether the rays (o, d), d of unit length, hit anything in [0, t_max) (False
+        where the lane is not `active`)."""
         blocked = Bool(False)
         for sphere in self.spheres:
-            blocked |= sphere.intersect(o, d, t_max) < t_max
-        return blocked | self.accel.ray_test(o, d, t_max, mode=mode)
+            blocked |= (sphere.intersect(o, d, t_max) < t_max) & active
+        return blocked | self.accel.ray_test(o, d, t_max, active, mode=mode)
 
     def shape_id(self, hit):
         """The shape of each hit (UInt32; undefined where there is none)."""
