@@ -79,17 +79,20 @@ class AmbientOcclusion:
         n = pbc.select(pbc.dot(si.n, d) > 0, -si.n, si.n)       # face-forward
         origin = si.p + n * ((1 + pbc.max(pbc.abs(si.p))) * RAY_EPSILON)
         rng = PCG32(size=w * h)
-        return pbc.select(hit.valid, self._occlusion(origin, n, rng, spp, mode), 0.0)
+        return pbc.select(hit.valid, self._occlusion(origin, n, rng, spp, hit.valid, mode),
+                          0.0)
 
     @pbc.syntax
-    def _occlusion(self, origin, n, rng, spp, mode):
+    def _occlusion(self, origin, n, rng, spp, active, mode):
         """The fraction of spp cosine-weighted rays from origin around n that travel
-        ray_length without hitting anything."""
+        ray_length without hitting anything (traced where `active`: the camera rays that
+        hit something)."""
         i, free = UInt32(0), Float(0)
         while pbc.hint(i < spp, mode=mode, label='ao'):
             sample = Array2f(rng.next_float32(), rng.next_float32())
             direction = to_world(n, square_to_cosine_hemisphere(sample))
-            blocked = self.geometry.ray_test(origin, direction, self.ray_length, mode=mode)
+            blocked = self.geometry.ray_test(origin, direction, self.ray_length, active,
+                                             mode=mode)
             free += pbc.select(blocked, 0.0, 1.0)
             i += 1
         return free / spp
