@@ -206,9 +206,10 @@ class Accel:
         """(whether the ray hits the triangle at leaf position k at a distance in [0, t_max),
         and that distance as tt / det)."""
         u, v, w, det, tt = ray.frame.test(*(c - ray.o for c in self._corners(k)))
-        # t = tt / det in [0, t_max), without dividing (det's sign flips both sides)
+        # t = tt / det in [0, t_max), without dividing (det's sign flips both sides; where
+        # det is 0, a point on all three edges, no tt_s is below t_max det_s = 0, or NaN)
         tt_s, det_s = pbc.mulsign(tt, det), pbc.abs(det)
-        return _inside(u, v, w) & (det != 0) & (tt_s >= 0) & (tt_s < t_max * det_s), tt, det
+        return _inside(u, v, w) & (tt_s >= 0) & (tt_s < t_max * det_s), tt, det
 
 
 class _Ray(NamedTuple):
@@ -279,8 +280,10 @@ def _one_hot(is0, is1):
 
 
 def _inside(u, v, w):
-    """Whether the point is inside (or on) the triangle: its edge functions share a sign."""
-    return ((u >= 0) & (v >= 0) & (w >= 0)) | ((u <= 0) & (v <= 0) & (w <= 0))
+    """Whether the point is inside (or on) the triangle: its edge functions share a sign
+    (-0 counting as either). Two compares where one per sign and function took six, and
+    their masks' merging more (no NaN: the edge functions of finite corners are finite)."""
+    return (_min(_min(u, v), w) >= 0) | (_max(_max(u, v), w) <= 0)
 
 
 def _plane(q, step, start):
