@@ -189,6 +189,30 @@ def test_ray_test_and_t_max(cornell, accel, mode):
     agree(np.where(missed, np.inf, t), hit.prim.numpy(), t_ref, prim_ref, cornell.triangles, o, d)
 
 
+@pytest.mark.parametrize('mode', MODES)
+def test_inactive_lanes_trace_nothing(cornell, accel, mode):
+    # Lanes that are not active find no hit (t = t_max) and are not blocked; the others
+    # find what they find without the mask. Also through Geometry, with an analytic sphere.
+    from renderer.shapes import Geometry, Sphere
+    o, d = random_rays(np.random.default_rng(7), 2000)
+    active = np.random.default_rng(8).random(2000) < 0.6
+    O, D, A = Array3f(o.T), Array3f(d.T), pbc.llvm.Bool(active)
+    sphere = Geometry(scene_without(cornell, 'sphere'),
+                      spheres=[Sphere(np.array([0.45, -0.65, 0.3]), 0.35)])
+    for tracer in (accel, sphere):
+        full = tracer.ray_intersect(O, D, mode=mode)
+        hit = tracer.ray_intersect(O, D, 1.5, active=A, mode=mode)
+        t, prim, t_full = hit.t.numpy(), hit.prim.numpy(), full.t.numpy()
+        assert np.all(prim[~active] == intersect.NO_HIT) and np.all(t[~active] == 1.5)
+        within = active & (t_full < 1.5)
+        assert np.array_equal(prim[within], full.prim.numpy()[within])
+        assert np.array_equal(t[within], t_full[within])
+        blocked = tracer.ray_test(O, D, 1.5, active=A, mode=mode).numpy()
+        unmasked = tracer.ray_test(O, D, 1.5, mode=mode).numpy()
+        assert not blocked[~active].any()
+        assert np.array_equal(blocked[active], unmasked[active])
+
+
 def _rays_from_box_faces(tree, rng, count):
     """Rays starting on the faces of the hierarchy's boxes (float32 corners of the nodes'
     bounds, a face's centre and its corners), in random directions and in directions along
