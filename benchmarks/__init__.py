@@ -40,6 +40,12 @@ def median_time(fn, repeat=5, warmup=1):
     return statistics.median(times)
 
 
+def llvm_setup(m, Float):
+    """The process's one-time LLVM setup, on a small kernel of module m (pbc, or Dr.Jit),
+    so that first-call figures leave it out: measured after it, as every benchmark does."""
+    m.eval(m.arange(Float, 10) * 0.5)
+
+
 def row(label, value, unit=''):
     print(f'  {label:<60} {value:>12} {unit}'.rstrip())
 

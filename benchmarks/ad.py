@@ -109,6 +109,7 @@ def dispatch_child(lib, mode):
     """The reverse-mode gradient of the dispatch series w.r.t. a parameter per target; lib
     'pbc', 'flushed' (pbc with JitFlag.FlushDenormals: the series' high-order terms are
     subnormal, which Dr.Jit's thread pool flushes to zero) or 'drjit'."""
+    from benchmarks import llvm_setup
     from benchmarks.dispatch import WARM_REPEAT, inputs, series, terms
     if lib == 'drjit':
         import drjit as m
@@ -120,7 +121,7 @@ def dispatch_child(lib, mode):
         m.set_flag(m.JitFlag.FlushDenormals, lib == 'flushed')
     xs, idx = inputs(DISPATCH_M)
     x, index = Float(xs), UInt32(idx)
-    m.eval(m.arange(Float, 10) * 0.5)               # one-time LLVM setup
+    llvm_setup(m, Float)
     params = [Float(0.5 + i / 128) for i in range(DISPATCH_M)]
     m.enable_grad(*params)
     funcs = [(lambda n, c: lambda v: series(v, n) * c)(terms(i, 'full'), params[i])

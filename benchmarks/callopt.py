@@ -23,7 +23,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from benchmarks import best_of_rounds, cpu_model, row
+from benchmarks import best_of_rounds, cpu_model, llvm_setup, row
 from benchmarks.compare import LLVM19, drjit_first_and_warm
 
 N = 1 << 18
@@ -130,7 +130,7 @@ def child(name, lib='pbc'):
     keys = rng.integers(0, len(materials), N)
     u0 = L.Float(rng.random(N, dtype=np.float32))
     m.eval(u0)
-    m.eval(m.arange(L.Float, 10) * 0.5)     # one-time LLVM setup, outside the timings
+    llvm_setup(m, L.Float)
     if lib == 'drjit':
         m.sync_thread()
     for flag, value in CONFIGS[name].items():

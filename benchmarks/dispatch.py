@@ -28,7 +28,7 @@ import time
 
 import numpy as np
 
-from benchmarks import best_of_rounds, cpu_model, row
+from benchmarks import best_of_rounds, cpu_model, llvm_setup, row
 from benchmarks.compare import LLVM19, drjit_first_and_warm
 
 N = 1_000_000
@@ -81,7 +81,7 @@ def child(mode, variant, m, lib='pbc'):
         pbc.set_flag(pbc.JitFlag.FlushDenormals, True)
     xs, idx = inputs(m)
     x, index = Float(xs), UInt32(idx)
-    pbc.eval(pbc.arange(Float, 10) * 0.5)          # one-time LLVM setup, outside the timings
+    llvm_setup(pbc, Float)
     funcs = targets(variant, m, pbc)
 
     def call():

@@ -17,7 +17,7 @@ import time
 
 import numpy as np
 
-from benchmarks import ROOT, cpu_model, row, run_child
+from benchmarks import ROOT, cpu_model, llvm_setup, row, run_child
 from benchmarks.compare import LLVM19, drjit_first_and_warm
 
 N_LOOP = 10_000_000
@@ -121,7 +121,7 @@ def child_ao(mode):
         'ambient_occlusion', os.path.join(ROOT, 'samples', 'ambient_occlusion.py'))
     ao = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(ao)
-    pbc.eval(pbc.arange(Float, 10) * 0.5)      # one-time LLVM setup, outside the timings
+    llvm_setup(pbc, Float)
     w, h = AO_SIZE
     image, first = ao.timed_render(w, h, AO_SPP, mode)
     warm = [ao.timed_render(w, h, AO_SPP, mode)[1] for _ in range(2)]

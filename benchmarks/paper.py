@@ -30,7 +30,7 @@ import time
 
 import numpy as np
 
-from benchmarks import ROOT, cpu_model, run_child
+from benchmarks import ROOT, cpu_model, llvm_setup, run_child
 
 FLAGS = ('ConstantPropagation', 'ValueNumbering', 'SymbolicLoops', 'SymbolicCalls',
          'OptimizeCalls', 'MergeFunctions', 'OptimizeLoops')
@@ -87,7 +87,7 @@ def child(task, step, size, spp):
     for name in FLAGS:
         pbc.set_flag(getattr(pbc.JitFlag, name), name in on)
     run = _task(task, size, spp)
-    pbc.eval(pbc.arange(pbc.llvm.Float, 10) * 0.5)        # one-time LLVM setup, untimed
+    llvm_setup(pbc, pbc.llvm.Float)
     pbc.set_flag(pbc.JitFlag.KernelHistory, True)
     pbc.kernel_history_clear()
     t0 = time.perf_counter()

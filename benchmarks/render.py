@@ -27,7 +27,7 @@ import os
 import sys
 import time
 
-from benchmarks import ROOT, best_of_rounds, cpu_model, row
+from benchmarks import ROOT, best_of_rounds, cpu_model, llvm_setup, row
 from benchmarks.compare import LLVM19
 
 SCENE = os.path.join(ROOT, 'samples', 'scenes', 'cornell')
@@ -41,16 +41,10 @@ def _pbc_ao(size, spp):
     return _renders(ao.AmbientOcclusion(scene.load(SCENE)), size, spp)
 
 
-def _llvm_setup():
-    """pbc's one-time LLVM setup, outside the timings (as Mitsuba's set_variant)."""
-    import pbc
-    pbc.eval(pbc.arange(pbc.llvm.Float, 10) * 0.5)
-
-
 def _renders(integrator, size, spp):
     """A function rendering with the integrator of pbc's sample renderer."""
     import pbc
-    _llvm_setup()
+    llvm_setup(pbc, pbc.llvm.Float)        # (as Mitsuba's set_variant: untimed)
 
     def render():
         image = integrator.render(size, size, spp)
@@ -121,7 +115,7 @@ def _pbc_prb(size, spp):
     tracer = prb.PathReplay(scene.load(SCENE), max_depth=4)
     left = tracer.bsdfs[[m.name for m in tracer.scene.meshes].index('left_wall')]
     pbc.enable_grad(left.albedo)
-    _llvm_setup()
+    llvm_setup(pbc, pbc.llvm.Float)
 
     def render():
         pbc.clear_grad(left.albedo)
