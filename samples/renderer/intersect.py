@@ -126,7 +126,7 @@ class Accel:
         # working set 8 times smaller for the caches (ambient occlusion 0.87-0.97 -> 0.76-0.84
         # s, Zen 3). A hit ends it at BLOCKED, past the end of every copy.
         node = pbc.select(active, UInt32(0), self.nodes)
-        while pbc.hint((node & (self.stride - 1)) < self.nodes, mode=mode, label='bvh'):
+        while pbc.hint(self._before_end(node), mode=mode, label='bvh'):
             box, link = self._enters(ray, node, t_max, ordered=False)
             k = link & (LEAF_ONE - 1)
             stop = k + pbc.select(box, link >> LEAF_SHIFT, 0)    # (interior nodes: k, none)
@@ -149,9 +149,8 @@ class Accel:
                               | (UInt32(inv_d.z < 0) << 2)) + pbc.select(active, 0, self.nodes)
         best = UInt32(NO_HIT)
         leaf = UInt32(0)         # a leaf put off: its next triangle | triangles left << 29
-        while pbc.hint(((node & (self.stride - 1)) < self.nodes) | (leaf >= LEAF_ONE),
-                       mode=mode, label='bvh'):
-            searching = (node & (self.stride - 1)) < self.nodes
+        while pbc.hint(self._before_end(node) | (leaf >= LEAF_ONE), mode=mode, label='bvh'):
+            searching = self._before_end(node)
             box, link = self._enters(ray, node, t_max, ordered=True)
             is_leaf = link >= LEAF_ONE
             # A leaf that the ray enters is put off, and the search goes on, until every lane
@@ -164,8 +163,7 @@ class Accel:
             wait = enter & (leaf >= LEAF_ONE)
             leaf = pbc.select(enter & ~wait, link, leaf)
             node = pbc.select(searching & ~wait, pbc.select(box | is_leaf, node + 1, link), node)
-            ready = ~pbc.subgroup_any(((node & (self.stride - 1)) < self.nodes)
-                                      & (leaf < LEAF_ONE))
+            ready = ~pbc.subgroup_any(self._before_end(node) & (leaf < LEAF_ONE))
             while pbc.hint(ready & (leaf >= LEAF_ONE), mode=mode, label='leaf'):
                 k = leaf & (LEAF_ONE - 1)
                 hit, tt, det = self._test(ray, k, t_max)
@@ -178,6 +176,10 @@ class Accel:
         _, v, w, det, _ = ray.frame.test(*(c - o for c in self._corners(best, found)))
         det = pbc.select(found, det, 1.0)
         return t_max, best, v / det, w / det
+
+    def _before_end(self, node):
+        """Whether node ids are nodes of their copy, not its end (nor BLOCKED)."""
+        return (node & (self.stride - 1)) < self.nodes
 
     def _enters(self, ray, node, t_max, ordered):
         """(whether the ray enters the box of `node` at a distance below t_max, the node's
