@@ -159,12 +159,16 @@ def render_packet(r, p, base, mask, slot, T, W):
             columns[k].append(column)
     columns = {reg: _concatenate(lines, f'{r}.k{k}', columns[k - p.first], T, 2 * n)
                for reg, k in p.members}
+
+    def tested(suffix):
+        """Each member (as %r<reg><suffix>): its column where its element is in bounds."""
+        return [line for reg, k in p.members for line in (
+            f'  %r{reg}.m = icmp ugt {V32} {r}.n, splat (i32 {k})',
+            f'  %r{reg}{suffix} = select {M} %r{reg}.m, {VT} {columns[reg]}, '
+            f'{VT} zeroinitializer')]
+
     if not p.block:
-        for reg, k in p.members:
-            lines += [f'  %r{reg}.m = icmp ugt {V32} {r}.n, splat (i32 {k})',
-                      f'  %r{reg} = select {M} %r{reg}.m, {VT} {columns[reg]}, '
-                      f'{VT} zeroinitializer']
-        return PacketCode(decls, lines, None)
+        return PacketCode(decls, lines + tested(''), None)
     # Where the buffer's size is a multiple of the block (a uniform branch), the lanes that
     # start in bounds read every member: one test for all of them.
     label = r.lstrip('%')
@@ -174,12 +178,8 @@ def render_packet(r, p, base, mask, slot, T, W):
               f'{label}.whole:']
     lines += [f'  %r{reg}.w = select {M} {r}.ok, {VT} {columns[reg]}, {VT} zeroinitializer'
               for reg, _ in p.members]
-    lines += [f'  br label %{label}.join', f'{label}.part:']
-    for reg, k in p.members:
-        lines += [f'  %r{reg}.m = icmp ugt {V32} {r}.n, splat (i32 {k})',
-                  f'  %r{reg}.p = select {M} %r{reg}.m, {VT} {columns[reg]}, '
-                  f'{VT} zeroinitializer']
-    lines += [f'  br label %{label}.join', f'{label}.join:']
+    lines += [f'  br label %{label}.join', f'{label}.part:', *tested('.p'),
+              f'  br label %{label}.join', f'{label}.join:']
     lines += [f'  %r{reg} = phi {VT} [ %r{reg}.w, %{label}.whole ], [ %r{reg}.p, %{label}.part ]'
               for reg, _ in p.members]
     return PacketCode(decls, lines, f'{label}.join')
