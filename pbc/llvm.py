@@ -3,6 +3,7 @@
 import sys
 
 from .array import make_flat_types
+from .control import Loop  # noqa: F401  (Dr.Jit 0.x imported Loop from its backends)
 from .dispatch import make_ptr
 from .pcg32 import make_pcg32
 from .tensor import make_tensor_types

@@ -18,6 +18,24 @@ from .vector import Matrix, StaticArray, static_shape, vector_type
 pi = _pymath.pi
 inf = float('inf')
 nan = float('nan')
+# Dr.Jit's named constants: the doubles nearest to their values (Python floats, so they adopt
+# the other operand's precision).
+e = 2.718281828459045
+two_pi = 6.283185307179586
+four_pi = 12.566370614359172
+inv_pi = 0.3183098861837907
+inv_two_pi = 0.15915494309189535
+inv_four_pi = 0.07957747154594767
+sqrt_pi = 1.772453850905516
+sqrt_two = 1.4142135623730951
+sqrt_two_pi = 2.5066282746310007
+sqrt_four_pi = 3.544907701811032
+inv_sqrt_pi = 0.5641895835477563
+inv_sqrt_two = 0.7071067811865476
+inv_sqrt_two_pi = 0.3989422804014327
+inv_sqrt_four_pi = 0.28209479177387814
+log_two = 0.6931471805599453
+inv_log_two = 1.4426950408889634
 
 
 _NUMBERS = frozenset((int, float, bool))

@@ -361,3 +361,23 @@ def test_cross_dot_and_normalize_against_numpy():
     np.testing.assert_allclose(pbc.dot(u, v).numpy(), (a * b).sum(0), rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(pbc.normalize(u).numpy(), a / np.linalg.norm(a, axis=0),
                                rtol=1e-5, atol=1e-6)
+
+
+def test_named_constants():
+    import math
+    expected = {'e': math.e, 'two_pi': 2 * math.pi, 'four_pi': 4 * math.pi,
+                'inv_pi': 1 / math.pi, 'inv_two_pi': 0.5 / math.pi, 'inv_four_pi': 0.25 / math.pi,
+                'sqrt_pi': math.sqrt(math.pi), 'sqrt_two': math.sqrt(2),
+                'sqrt_two_pi': math.sqrt(2 * math.pi), 'sqrt_four_pi': math.sqrt(4 * math.pi),
+                'inv_sqrt_pi': 1 / math.sqrt(math.pi), 'inv_sqrt_two': math.sqrt(0.5),
+                'inv_sqrt_two_pi': 1 / math.sqrt(2 * math.pi),
+                'inv_sqrt_four_pi': 1 / math.sqrt(4 * math.pi),
+                'log_two': math.log(2), 'inv_log_two': 1 / math.log(2)}
+    for name, value in expected.items():
+        assert getattr(pbc, name) == pytest.approx(value, rel=1e-15), name
+    x = pbc.llvm.Float(1, 2)
+    assert (x * pbc.two_pi).numpy().tolist() == [np.float32(2 * math.pi), np.float32(4 * math.pi)]
+
+
+def test_loop_is_in_the_backend_module_as_in_dr_jit_0x():
+    assert pbc.llvm.Loop is pbc.Loop
