@@ -111,12 +111,17 @@ def test_plain_import_renames_the_module_everywhere():
 
 @pytest.mark.parametrize('old,new', sorted(RENAMES.items()))
 def test_renamed_function(old, new):
-    assert hasattr(pbc, new)
+    assert hasattr(pbc, new) and not hasattr(pbc, old)
     assert clean(f'import drjit as dr\ny = dr.{old}\n') == f'import pbc as dr\ny = dr.{new}\n'
     assert clean(f'from drjit import {old}\ny = {old}(1)\n') == \
         f'from pbc import {new}\ny = {new}(1)\n'
     assert clean(f'from drjit import {old} as f\ny = f(1)\n') == \
         f'from pbc import {new} as f\ny = f(1)\n'
+
+
+def test_names_pbc_has_are_kept():
+    src = 'import drjit as dr\nt = dr.bool_array_t(x), dr.JitFlag.SymbolicLoops\n'
+    assert clean(src) == src.replace('drjit', 'pbc')
 
 
 @pytest.mark.parametrize('old,new', sorted(FLAGS.items()))
@@ -544,3 +549,44 @@ def test_command_line_directories_reports_and_errors(tmp_path):
     (tmp_path / 'bad.py').write_text('def (:\n')
     bad = run_tool('--check', tmp_path / 'bad.py')
     assert bad.returncode == 2 and 'cannot migrate' in bad.stderr
+
+
+# ---- state that only a call changes ------------------------------------------------------
+HIDDEN = textwrap.dedent('''\
+    import pbc
+    from pbc.llvm import PCG32, Float, UInt32
+
+
+    def draw(r):
+        return r.next_float32()
+
+
+    def legacy(n):
+        rng, i, acc = PCG32(4), UInt32(0), Float(0)
+        loop = pbc.Loop('l', lambda: (rng, i, acc))
+        while loop(i < n):
+            acc += draw(rng)
+            i += 1
+        return acc
+
+
+    def functional(n):
+        rng, i, acc = PCG32(4), UInt32(0), Float(0)
+        rng, i, acc = pbc.while_loop((rng, i, acc), lambda r, i, a: i < n,
+                                     lambda r, i, a: (r, i + 1, a + draw(r)))
+        return acc
+    ''')
+
+
+def test_state_changed_only_through_a_call_is_included(tmp_path):
+    from pbc.llvm import UInt32
+    new = clean(HIDDEN)
+    assert new.count('while pbc.hint(i < n, include=[rng]):') == 2
+    (tmp_path / 'hidden_old.py').write_text(HIDDEN)
+    (tmp_path / 'hidden_new.py').write_text(new)
+    old, new = load(tmp_path / 'hidden_old.py', 'hidden_old'), load(tmp_path / 'hidden_new.py',
+                                                                     'hidden_new')
+    n = UInt32(0, 1, 2, 5)
+    same(old.legacy(n), new.legacy(n))
+    same(old.functional(n), new.functional(n))
+    same(new.legacy(n), new.functional(n))

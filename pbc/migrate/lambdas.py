@@ -64,27 +64,31 @@ class Functional:
         variables = _variables(args[names[0]], 'state' if kind == 'while_loop' else 'args')
         targets = _variables(stmt.targets[0], 'assignment target', single=kind == 'if_stmt')
         indent = self.source.indent(stmt.lineno)
-        hint = ', '.join(f'{k}={self.source.text(v)}' for k, v in hints.items())
+        hint = [f'{k}={self.source.text(v)}' for k, v in hints.items()]
         if kind == 'while_loop':
             if targets != variables:
                 raise Refused('its result is assigned to other variables than its state')
             cond = _Function(self, args['cond'], variables, fn, stmt, expression=True)
             body = _Function(self, args['body'], variables, fn, stmt)
             test = cond.expression()
-            head = f'while {self.syntax(fn)}.hint({test}, {hint}):' if hint else \
-                f'while {test}:'
-            lines = [indent + head] + body.statements(targets, indent + '    ')
+            code = [body.statements(targets, indent + '    ')]
             parts = [cond, body]
         else:
             true = _Function(self, args['true_fn'], variables, fn, stmt)
             false = _Function(self, args['false_fn'], variables, fn, stmt)
             test = self.source.text(args['cond'])
-            head = f'if {self.syntax(fn)}.hint({test}, {hint}):' if hint else f'if {test}:'
-            lines = [indent + head] + true.statements(targets, indent + '    ')
-            rest = false.statements(targets, indent + '    ')
-            if rest != [indent + '    pass']:
-                lines += [indent + 'else:'] + rest
+            code = [true.statements(targets, indent + '    '),
+                    false.statements(targets, indent + '    ')]
             parts = [true, false]
+        include = scope.hidden_state(
+            variables, set().union(*(p.passed(self.names.is_pbc) for p in parts)),
+            set().union(*(p.written for p in parts)))
+        hint += [f'include=[{", ".join(include)}]'] if include else []
+        test = f'{self.syntax(fn)}.hint({test}, {", ".join(hint)})' if hint else test
+        keyword = 'while' if kind == 'while_loop' else 'if'
+        lines = [f'{indent}{keyword} {test}:'] + code[0]
+        if len(code) > 1 and code[1] != [indent + '    pass']:
+            lines += [indent + 'else:'] + code[1]
         for p in parts:
             if p.definition is not None:
                 start, end = self.source.lines(p.definition)
@@ -141,6 +145,7 @@ class _Function:
     def __init__(self, owner, node, variables, fn, stmt, expression=False):
         self.source, self.owner = owner.source, owner
         self.variables, self.definition = variables, None
+        self.written = set()        # the variables its statement form assigns or changes
         if isinstance(node, ast.Name):
             node = self._definition(node, fn, stmt)
         if not isinstance(node, (ast.Lambda, ast.FunctionDef)):
@@ -216,6 +221,11 @@ class _Function:
                     self.source.replace_node(n, renames[n.id])
         return self.source.text(node)
 
+    def passed(self, pure):
+        """The variables the function hands bare to calls (see scope.hidden_state)."""
+        renames = dict(zip(self.params, self.variables))
+        return {renames.get(n, n) for n in scope.passed([self.node], pure)}
+
     def expression(self):
         node = self.node.body if isinstance(self.node, ast.Lambda) else self.node.body[0].value
         return self._expr(node)
@@ -232,11 +242,15 @@ class _Function:
                                   self.source.indent(body[0].lineno), indent)
         else:
             result = self.node.body
-        return lines + _assign(targets, result, self._expr, indent)
+        assigned, code = _assign(targets, result, self._expr, indent)
+        self.written = assigned | (scope.writes(body) if isinstance(self.node, ast.FunctionDef)
+                                   else set())
+        return lines + code
 
 
 def _assign(targets, value, text, indent):
-    """`targets = value` as lines, leaving out parts that assign a variable to itself."""
+    """`targets = value` as lines, leaving out parts that assign a variable to itself:
+    (the variables assigned, the lines)."""
     if isinstance(targets, str):
         targets, values = [targets], [value]
     elif isinstance(value, ast.Tuple) and len(value.elts) == len(targets) and \
@@ -244,12 +258,13 @@ def _assign(targets, value, text, indent):
         values = value.elts
     else:
         comma = ',' if len(targets) == 1 else ''
-        return [f'{indent}{", ".join(targets)}{comma} = {text(value)}']
+        return set(targets), [f'{indent}{", ".join(targets)}{comma} = {text(value)}']
     pairs = [(t, text(v)) for t, v in zip(targets, values)]
     pairs = [(t, v) for t, v in pairs if t != v]
     if not pairs:
-        return [indent + 'pass']
-    return [f'{indent}{", ".join(t for t, _ in pairs)} = {", ".join(v for _, v in pairs)}']
+        return set(), [indent + 'pass']
+    return {t for t, _ in pairs}, [f'{indent}{", ".join(t for t, _ in pairs)} = '
+                                   f'{", ".join(v for _, v in pairs)}']
 
 
 def _reindent(text, old, new):

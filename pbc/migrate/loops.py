@@ -47,9 +47,14 @@ class Loops:
             test = loop.test
             (a, b), (c, d) = src.span(test), src.span(test.args[0])
             limits = [call.args[0] for kind, call in setup if kind == 'set_max_iterations']
-            if limits:
+            hints = [f'max_iterations={src.text(limits[-1])}'] if limits else []
+            include = scope.hidden_state(
+                state, scope.passed(loop.body + [loop.test], self.names.is_pbc),
+                scope.writes(loop.body))
+            hints += [f'include=[{", ".join(include)}]'] if include else []
+            if hints:
                 src.replace(a, c, f'{self.syntax(fn)}.hint(')
-                src.replace(d, b, f', max_iterations={src.text(limits[-1])})')
+                src.replace(d, b, f', {", ".join(hints)})')
             else:
                 src.replace(a, c, '')
                 src.replace(d, b, '')

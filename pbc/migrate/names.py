@@ -8,6 +8,7 @@ fail there.
 
 import ast
 import enum
+import functools
 import importlib
 import importlib.util
 import re
@@ -20,14 +21,14 @@ MODULES = {
     'drjit.scalar': 'pbc.scalar',
 }
 
-# Dr.Jit 0.x function and trait names -> their names in Dr.Jit 1.x and pbc.
+# Dr.Jit 0.x function and trait names -> their names in Dr.Jit 1.x and pbc (applied where pbc
+# has no function of the old name).
 RENAMES = {
     'mulhi': 'mul_hi',
     'sqr': 'square',
     'clamp': 'clip',
     'reinterpret_array_v': 'reinterpret_array',
     'is_dynamic_array_v': 'is_dynamic_v',
-    'bool_array_t': 'mask_t',
     'leaf_array_t': 'leaf_t',
 }
 
@@ -148,6 +149,14 @@ CALLS = {
 }
 
 
+def _new_name(base, attr):
+    """The name of `base.attr` in pbc: renamed where Dr.Jit 1.x renamed it and pbc has no
+    such name (code that works in pbc is left alone)."""
+    table = FLAGS if base == 'pbc.JitFlag' else RENAMES if base == 'pbc' else {}
+    return table[attr] if attr in table and not hasattr(_object(base), attr) else attr
+
+
+@functools.cache
 def _module(path):
     """The pbc module at `path`, or None where pbc has none (yet)."""
     try:
@@ -177,11 +186,15 @@ class Names:
                 return None
             if base == 'pbc.llvm' and node.attr == 'ad':
                 return base
-            attr = FLAGS.get(node.attr, node.attr) if base.endswith('.JitFlag') else \
-                RENAMES.get(node.attr, node.attr) if base == 'pbc' else node.attr
-            return MODULES.get(f'drjit{base[3:]}.{node.attr}', f'{base}.{attr}') \
-                if base.startswith('pbc') else f'{base}.{attr}'
+            return MODULES.get(f'drjit{base[3:]}.{node.attr}',
+                               f'{base}.{_new_name(base, node.attr)}')
         return None
+
+    def is_pbc(self, node):
+        """Whether an expression names something of pbc's (whose calls change no argument
+        in place, scatters aside, which are side effects rather than state)."""
+        path = self.resolve(node)
+        return path is not None and path.startswith('pbc')
 
     def module_alias(self):
         """A module-level name bound to pbc itself, or None."""
@@ -261,7 +274,7 @@ class Names:
                 continue
             sub = MODULES.get(f'{node.module}.{alias.name}') if top == 'drjit' else \
                 f'{module}.{alias.name}'
-            name = RENAMES.get(alias.name, alias.name) if module == 'pbc' else alias.name
+            name = _new_name(module, alias.name)
             if sub and _module(sub) is not None:
                 self.bound[alias.asname or alias.name] = sub
                 continue
@@ -322,7 +335,8 @@ class Names:
     def _call(self, node):
         path = self.resolve(node.func)
         if not isinstance(node.func, ast.Attribute) or path is None or \
-                not path.startswith('pbc.') or path[4:] not in CALLS:
+                not path.startswith('pbc.') or path[4:] not in CALLS or hasattr(_object('pbc'),
+                                                                                path[4:]):
             return
         args = [self.source.text(a) for a in node.args]
         text = CALLS[path[4:]](node, args, self)
@@ -346,6 +360,7 @@ def _called(node):
     return isinstance(node.parent, ast.Call) and node.parent.func is node
 
 
+@functools.cache
 def _object(path):
     """The pbc object at a dotted path, or None."""
     parts = path.split('.')

@@ -121,3 +121,35 @@ def _keeps(value, var):
         return name[:1].isupper() and any(_is(a, var) for a in value.args +
                                           [k.value for k in value.keywords])
     return False
+
+
+def writes(nodes):
+    """Names @pbc.syntax counts as written by `nodes` (docs/control_flow.md): bound, or
+    changed through `v.attr = ...`, `v[i] = ...`, `del v[i]` or a method call `v.m(...)`."""
+    out = bound(nodes)
+    for stmt in nodes:
+        for n in [stmt, *own_nodes(stmt)]:
+            if isinstance(n, (ast.Attribute, ast.Subscript)) and \
+                    isinstance(n.ctx, (ast.Store, ast.Del)) or \
+                    isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute):
+                out.add(base_name(n.func.value if isinstance(n, ast.Call) else n.value))
+    return out - {None}
+
+
+def passed(nodes, pure):
+    """Names handed bare to calls in `nodes` (which may change them in place), except to
+    calls `pure(func)` says leave their arguments alone."""
+    out = set()
+    for node in nodes:
+        for n in ast.walk(node):
+            if isinstance(n, ast.Call) and not pure(n.func):
+                out |= {a.id for a in n.args + [k.value for k in n.keywords]
+                        if isinstance(a, ast.Name)}
+    return out
+
+
+def hidden_state(variables, calls, written):
+    """State variables @pbc.syntax would not see: passed to a call (`calls`), which may
+    change them in place and which Dr.Jit's explicit state carried through the loop or
+    branch, but not `written` otherwise. They go to pbc.hint(include=[...])."""
+    return [v for v in variables if v in calls and v not in written]
