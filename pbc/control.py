@@ -649,17 +649,43 @@ class Loop:
         while loop(i < n):
             ...
 
-    Creating it swaps the state variables' values for the loop's own (in place, so the
-    condition and body see them); the second call of loop(...) closes the loop and gives the
-    variables their values after the loop. Always symbolic. `python -m pbc.migrate` rewrites
-    such code into plain @pbc.syntax Python."""
+    or with the state given in parts: `loop = pbc.Loop('name')`, then `loop.put(lambda:
+    (...))` any number of times and `loop.init()`. Initializing swaps the state variables'
+    values for the loop's own (in place, so the condition and body see them); the second call
+    of loop(...) closes the loop and gives the variables their values after the loop. Always
+    symbolic, so `set_eval_stride` (which tuned Dr.Jit 0.x's evaluated loops) changes
+    nothing, and neither does `set_max_iterations`. `python -m pbc.migrate` rewrites such
+    code into plain @pbc.syntax Python."""
 
     def __init__(self, name='', state=None):
-        if state is None:
-            raise TypeError("pbc.Loop: give the state as state=lambda: (var, ...)")
-        self.name, self.state = name, state
-        self._arrays = list(flatten(state())[0])
-        self._start = None
+        self.name, self._funcs, self._start, self._ready = name, [], None, False
+        self.max_iterations = None
+        if state is not None:
+            self.put(state)
+            self.init()
+
+    def put(self, state):
+        """Adds `state()`'s variables to the loop state (before init())."""
+        if self._ready:
+            raise RuntimeError(f'pbc.Loop {self.name!r}: put() after the loop was initialized')
+        if not callable(state):
+            raise TypeError('pbc.Loop: give the state as lambda: (var, ...)')
+        self._funcs.append(state)
+
+    def state(self):
+        return tuple(f() for f in self._funcs)
+
+    def set_max_iterations(self, n):
+        self.max_iterations = int(n)
+
+    def set_eval_stride(self, n):
+        pass
+
+    def init(self):
+        if self._ready:
+            raise RuntimeError(f'pbc.Loop {self.name!r}: already initialized')
+        self._ready = True
+        self._arrays = list(flatten(self.state())[0])
         if not self._arrays:
             return
         width = _width(self._arrays, 'Loop', ())
@@ -673,6 +699,9 @@ class Loop:
         self._cond = None
 
     def __call__(self, cond):
+        if not self._ready:
+            raise RuntimeError(f'pbc.Loop {self.name!r}: give its state (state=, or put() and '
+                               'init()) before the loop')
         if self._start is None:                  # no JIT state: plain Python
             return bool(cond)
         if self._cond is None:

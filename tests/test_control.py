@@ -274,6 +274,29 @@ def test_legacy_loop_object():
     assert np.array_equal(rng.state.numpy(), ref_rng.state.numpy())
 
 
+def test_legacy_loop_state_in_parts():
+    # Dr.Jit 0.x's other form: put() the state in parts, then init().
+    rng = PCG32(N)
+    i, result = UInt32(0), Float(0)
+    loop = pbc.Loop('ao')
+    loop.put(lambda: (rng, i))
+    loop.put(lambda: (result,))
+    loop.set_max_iterations(10)
+    loop.set_eval_stride(1024)
+    loop.init()
+    with pytest.raises(RuntimeError, match='put'):
+        loop.put(lambda: ())
+    while loop(i < 10):
+        result += rng.next_float32()
+        i += 1
+    ref_rng, ref = PCG32(N), np.zeros(N, dtype=np.float32)
+    for _ in range(10):
+        ref = ref + ref_rng.next_float32().numpy()
+    assert np.allclose(result.numpy(), ref) and i.numpy().tolist() == [10] * N
+    with pytest.raises(RuntimeError, match='give its state'):
+        pbc.Loop('no state')(i < 3)
+
+
 def test_pcg32_bounded_is_a_loop():
     rng = PCG32(N)
     with pbc.scoped_set_flag(pbc.JitFlag.KernelHistory):

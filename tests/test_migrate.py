@@ -590,3 +590,30 @@ def test_state_changed_only_through_a_call_is_included(tmp_path):
     same(old.legacy(n), new.legacy(n))
     same(old.functional(n), new.functional(n))
     same(new.legacy(n), new.functional(n))
+
+
+def test_refused_loop_keeps_running_with_dr_jit_0x_semantics(tmp_path):
+    # y is x's object, so under Loop it is the loop's variable too and the body doubles x;
+    # as a @pbc.syntax loop y would keep x's first value. The tool refuses, and the file,
+    # its imports migrated, still runs the Loop.
+    src = textwrap.dedent('''\
+        from drjit.llvm import Loop, UInt32
+
+
+        def f(x):
+            y = x
+            loop = Loop('f')
+            loop.put(lambda: (x,))
+            loop.set_max_iterations(8)
+            loop.init()
+            while loop(x < 10):
+                x = x + y
+            return x
+        ''')
+    new, reports = migrate(src, 'm.py')
+    assert [r.line for r in reports] == [6] and "'y'" in reports[0].message
+    assert new == src.replace('drjit', 'pbc')
+    (tmp_path / 'refused_loop.py').write_text(new)
+    from pbc.llvm import UInt32
+    out = load(tmp_path / 'refused_loop.py', 'refused_loop').f(UInt32(1, 3, 12))
+    assert out.numpy().tolist() == [16, 12, 12]
