@@ -238,8 +238,7 @@ class Names:
                 continue
             target = MODULES.get(alias.name, alias.name) if top == 'drjit' else alias.name
             if alias.name not in MODULES and top == 'drjit' or _module(target) is None:
-                src.report(node, f'pbc has no module {target} (for {alias.name}); '
-                                 'left as is')
+                src.report(node, _no_module(alias.name, target))
                 continue
             if alias.asname:
                 self.bound[alias.asname] = target
@@ -257,8 +256,7 @@ class Names:
         top = node.module.split('.')[0]
         module = MODULES.get(node.module) if top == 'drjit' else node.module
         if module is None or _module(module) is None:
-            src.report(node, f'pbc has no module {module or node.module} '
-                             f'(for {node.module}); left as is')
+            src.report(node, _no_module(node.module, module))
             return
         pbc_module = _module(module)
         if top == 'drjit':
@@ -354,6 +352,12 @@ class Names:
 
     def text(self, node):
         return self.source.text(node)
+
+
+def _no_module(name, target):
+    if target is None or target == name:
+        return f'pbc has no counterpart of module {name}; left as is'
+    return f'pbc has no module {target} (for {name}); left as is'
 
 
 def _called(node):

@@ -77,8 +77,9 @@ class Source:
         return text[:len(text) - len(text.lstrip())]
 
     def report(self, node_or_line, message):
-        line = getattr(node_or_line, 'lineno', node_or_line)
-        self.reports.append(Report(self.filename, line, message))
+        report = Report(self.filename, getattr(node_or_line, 'lineno', node_or_line), message)
+        if report not in self.reports:
+            self.reports.append(report)
 
     # ---- edits --------------------------------------------------------------------------
     def replace(self, start, end, text):
