@@ -267,6 +267,11 @@ def test_legacy_loop_object():
     while loop(i < 10):
         result += rng.next_float32()
         i += 1
+    check_ten_draws(rng, i, result)
+
+
+def check_ten_draws(rng, i, result):
+    """The state after ten iterations of `result += rng.next_float32(); i += 1`."""
     ref_rng, ref = PCG32(N), np.zeros(N, dtype=np.float32)
     for _ in range(10):
         ref = ref + ref_rng.next_float32().numpy()
@@ -289,10 +294,7 @@ def test_legacy_loop_state_in_parts():
     while loop(i < 10):
         result += rng.next_float32()
         i += 1
-    ref_rng, ref = PCG32(N), np.zeros(N, dtype=np.float32)
-    for _ in range(10):
-        ref = ref + ref_rng.next_float32().numpy()
-    assert np.allclose(result.numpy(), ref) and i.numpy().tolist() == [10] * N
+    check_ten_draws(rng, i, result)
     with pytest.raises(RuntimeError, match='give its state'):
         pbc.Loop('no state')(i < 3)
 
