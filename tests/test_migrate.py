@@ -502,6 +502,14 @@ def test_nested_functional_forms_are_rewritten_in_one_run():
     assert migrate(once) == (once, [])
 
 
+def test_tab_indented_file_keeps_its_tabs():
+    new = clean('import drjit as dr\n\ndef f(x):\n\tdef body(x):\n\t\tx = x * 2\n'
+                '\t\treturn (x,)\n\tx, = dr.while_loop((x,), lambda x: x < 9, body)\n'
+                '\treturn x\n')
+    assert new == ('import pbc as dr\n\n@dr.syntax\ndef f(x):\n\twhile x < 9:\n'
+                   '\t\tx = x * 2\n\treturn x\n')
+
+
 # ---- safety of the edits -----------------------------------------------------------------
 def test_text_outside_the_rewrites_survives_byte_for_byte():
     src = ('# -*- coding: utf-8 -*-\r\n"""Résumé."""\r\nimport drjit   as  dr  # spaced\r\n'

@@ -64,6 +64,7 @@ class Functional:
         variables = _variables(args[names[0]], 'state' if kind == 'while_loop' else 'args')
         targets = _variables(stmt.targets[0], 'assignment target', single=kind == 'if_stmt')
         indent = self.source.indent(stmt.lineno)
+        inner = indent + ('\t' if indent.startswith('\t') else '    ')     # the file's style
         hint = [f'{k}={self.source.text(v)}' for k, v in hints.items()]
         if kind == 'while_loop':
             if targets != variables:
@@ -71,14 +72,13 @@ class Functional:
             cond = _Function(self, args['cond'], variables, fn, stmt, expression=True)
             body = _Function(self, args['body'], variables, fn, stmt)
             test = cond.expression()
-            code = [body.statements(targets, indent + '    ')]
+            code = [body.statements(targets, inner)]
             parts = [cond, body]
         else:
             true = _Function(self, args['true_fn'], variables, fn, stmt)
             false = _Function(self, args['false_fn'], variables, fn, stmt)
             test = self.source.text(args['cond'])
-            code = [true.statements(targets, indent + '    '),
-                    false.statements(targets, indent + '    ')]
+            code = [true.statements(targets, inner), false.statements(targets, inner)]
             parts = [true, false]
         include = scope.hidden_state(
             variables, set().union(*(p.passed(self.names.is_pbc) for p in parts)),
@@ -87,7 +87,7 @@ class Functional:
         test = f'{self.syntax(fn)}.hint({test}, {", ".join(hint)})' if hint else test
         keyword = 'while' if kind == 'while_loop' else 'if'
         lines = [f'{indent}{keyword} {test}:'] + code[0]
-        if len(code) > 1 and code[1] != [indent + '    pass']:
+        if len(code) > 1 and code[1] != [inner + 'pass']:
             lines += [indent + 'else:'] + code[1]
         for p in parts:
             if p.definition is not None:
@@ -245,7 +245,7 @@ class _Function:
         assigned, code = _assign(targets, result, self._expr, indent)
         self.written = assigned | (scope.writes(body) if isinstance(self.node, ast.FunctionDef)
                                    else set())
-        return lines + code
+        return lines if lines and code == [indent + 'pass'] else lines + code
 
 
 def _assign(targets, value, text, indent):
