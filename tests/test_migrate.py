@@ -304,6 +304,13 @@ LOOP_REFUSALS = {
             i += 1
         ''', 'm.py:5: Loop \'loop\' left as is: @pbc.syntax rewrites functions, and this Loop is '
              'not inside one'),
+    'name reused': ('''\
+        def f(i):
+            loop = Loop('f', lambda: (i,))
+            while loop(i < 3):
+                i += 1
+            loop = None
+        ''', "m.py:5: Loop 'loop' left as is: 'loop' is assigned something else too (line 8)"),
     'escapes': ('''\
         def f(i):
             loop = Loop('f', lambda: (i,))
@@ -378,6 +385,33 @@ def test_loop_refusal(case):
     new, reports = migrate(src, 'm.py')
     assert [str(r) for r in reports] == [report]
     assert new == src.replace('drjit', 'pbc').replace('import pbc as dr', 'import pbc as dr')
+
+
+def test_one_name_for_several_loops():
+    new = clean('''\
+        from drjit.llvm import Loop, UInt32
+
+        def f(i, j):
+            loop = Loop('a', lambda: (i,))
+            while loop(i < 3):
+                i += 1
+            loop = Loop('b', lambda: (j,))
+            while loop(j < i):
+                j += 2
+            return j
+        ''')
+    assert new == textwrap.dedent('''\
+        import pbc
+        from pbc.llvm import UInt32
+
+        @pbc.syntax
+        def f(i, j):
+            while i < 3:
+                i += 1
+            while j < i:
+                j += 2
+            return j
+        ''')
 
 
 def test_parameter_state_rebound_in_the_body_is_rewritten():

@@ -26,15 +26,18 @@ class Loops:
 
     def run(self):
         for node in ast.walk(self.source.tree):
-            if isinstance(node, ast.Assign) and len(node.targets) == 1 and \
-                    isinstance(node.targets[0], ast.Name) and isinstance(node.value, ast.Call) \
-                    and self.names.resolve(node.value.func) in ('pbc.Loop', 'pbc.llvm.Loop'):
+            if self._creates_loop(node):
                 self._loop(node)
+
+    def _creates_loop(self, node):
+        return isinstance(node, ast.Assign) and len(node.targets) == 1 and \
+            isinstance(node.targets[0], ast.Name) and isinstance(node.value, ast.Call) and \
+            self.names.resolve(node.value.func) in ('pbc.Loop', 'pbc.llvm.Loop')
 
     def _loop(self, assign):
         src = self.source
         name = assign.targets[0].id
-        parts = _parts(assign, name)
+        parts = _parts(assign, name, self._creates_loop)
         reason = parts if isinstance(parts, str) else self._refusal(assign, name, *parts)
         if reason:
             src.report(assign, f'Loop {name!r} left as is: {reason}')
@@ -98,15 +101,23 @@ class Loops:
         return None
 
 
-def _parts(assign, name):
+def _parts(assign, name, creates_loop):
     """(function, while statement, [(method, call)], state names) of a Loop, or why it
-    cannot be rewritten."""
+    cannot be rewritten. A function may create several loops under one name, one after the
+    other: each owns the uses up to the next."""
     fn = scope.owner(assign)
     if fn is None:
         return '@pbc.syntax rewrites functions, and this Loop is not inside one'
+    uses = [n for n in scope.names(fn) if n.id == name]
+    rebound = [n for n in uses if isinstance(n.ctx, ast.Store) and n is not assign.targets[0]]
+    for n in rebound:
+        if not creates_loop(n.parent) or scope.owner(n) is not fn:
+            return f'{name!r} is assigned something else too (line {n.lineno})'
+    end = min([n.lineno for n in rebound if n.lineno > assign.lineno], default=float('inf'))
     loops, setup = [], []
-    for use in scope.names(fn):
-        if use.id != name or use is assign.targets[0]:
+    for use in uses:
+        if use in rebound or use is assign.targets[0] or \
+                not assign.lineno <= use.lineno < end:
             continue
         p = use.parent
         if isinstance(p, ast.Call) and p.func is use and isinstance(p.parent, ast.While) \
