@@ -155,6 +155,14 @@ def test_call_rewrite(name):
     assert clean(f'import drjit as dr\ny = {old}\n') == f'import pbc as dr\ny = {new}\n'
 
 
+def test_traverse_loses_dr_jit_0x_type_argument():
+    new = clean('import drjit as dr\n'
+                'dr.traverse(Float, dr.ADMode.Backward, dr.ADFlag.ClearNone)\n'
+                'dr.traverse(dr.ADMode.Forward, dr.ADFlag.ClearNone)\n')
+    assert new == ('import pbc as dr\ndr.traverse(dr.ADMode.Backward, dr.ADFlag.ClearNone)\n'
+                   'dr.traverse(dr.ADMode.Forward, dr.ADFlag.ClearNone)\n')
+
+
 def test_comparison_operands_are_parenthesized_where_needed():
     new = clean('import drjit as dr\nm = dr.eq(a == b, c) | dr.neq(x, y)\nf(dr.eq(p, q))\n')
     assert new == 'import pbc as dr\nm = ((a == b) == c) | (x != y)\nf(p == q)\n'

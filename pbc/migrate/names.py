@@ -156,6 +156,21 @@ def _new_name(base, attr):
     return table[attr] if attr in table and not hasattr(_object(base), attr) else attr
 
 
+def _traverse(call, args, source):
+    """Dr.Jit 0.x's traverse(dtype, mode, flags): Dr.Jit 1.x and pbc take no type. The 0.x
+    form is told by its ADMode in the second place; None where the call has the new form."""
+    if len(call.args) < 2 or 'ADMode' not in args[1] or 'ADMode' in args[0] or \
+            any(isinstance(a, ast.Starred) for a in call.args):
+        return None
+    parts = args[1:] + [f'{k.arg}={source.text(k.value)}' for k in call.keywords]
+    return f'{source.prefix(call)}traverse({", ".join(parts)})'
+
+
+# Calls whose name stayed but whose arguments changed: name -> rewrite, None where the call
+# already has today's form.
+SIGNATURES = {'traverse': _traverse}
+
+
 @functools.cache
 def _module(path):
     """The pbc module at `path`, or None where pbc has none (yet)."""
@@ -332,6 +347,12 @@ class Names:
 
     def _call(self, node):
         path = self.resolve(node.func)
+        if isinstance(node.func, ast.Attribute) and path is not None and \
+                path[4:] in SIGNATURES and path.startswith('pbc.'):
+            text = SIGNATURES[path[4:]](node, [self.source.text(a) for a in node.args], self)
+            if text is not None:
+                self.source.replace_node(node, text)
+            return
         if not isinstance(node.func, ast.Attribute) or path is None or \
                 not path.startswith('pbc.') or path[4:] not in CALLS or hasattr(_object('pbc'),
                                                                                 path[4:]):
