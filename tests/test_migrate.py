@@ -498,6 +498,22 @@ def test_local_functions_are_inlined_only_when_private():
     assert '@pbc.syntax' not in new and '@dr.syntax' not in new
 
 
+def test_local_function_in_an_else_block():
+    new = clean('''\
+        import drjit as dr
+
+        def f(x, flag):
+            if flag:
+                pass
+            else:
+                def body(x):
+                    return (x * 2,)
+                x, = dr.while_loop((x,), lambda x: x < 9, body)
+            return x
+        ''')
+    assert '    else:\n        while x < 9:\n            x = x * 2\n    return x\n' in new
+
+
 def test_if_stmt_with_hints_and_one_sided_result():
     new = clean('''\
         import drjit as dr

@@ -185,7 +185,9 @@ class _Function:
     def _definition(self, name, fn, stmt):
         """The function definition `name` refers to: defined in the same block as `stmt`,
         before it, and used nowhere else; its local names unused elsewhere in `fn`."""
-        block = getattr(stmt.parent, 'body', [])
+        block = next((b for b in (getattr(stmt.parent, f, None) for f in
+                                  ('body', 'orelse', 'finalbody'))
+                      if isinstance(b, list) and stmt in b), [])
         defs = [s for s in block if isinstance(s, ast.FunctionDef) and s.name == name.id
                 and s.lineno < stmt.lineno]
         if stmt not in block or not defs:
