@@ -187,7 +187,7 @@ class Names:
     def __init__(self, source):
         self.source = source
         self.bound = {}           # name -> dotted pbc path of what it refers to
-        self.renamed = {}         # name bound by `import drjit` -> its new name ('pbc')
+        self.renamed = {}         # a name whose binding changes ('drjit', 'mulhi') -> new
         self.imports = []         # (ImportFrom node, alias) of names from pbc modules
 
     # ---- resolution ---------------------------------------------------------------------
@@ -232,7 +232,7 @@ class Names:
                 self._import_from(node)
         nodes = sorted((n for n in ast.walk(self.source.tree)
                         if isinstance(n, (ast.Name, ast.Attribute, ast.Call))),
-                       key=lambda n: self._size(n))
+                       key=self._size)
         for node in nodes:                      # inner first, so outer rewrites render them
             if isinstance(node, ast.Name):
                 self._name(node)
