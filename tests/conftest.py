@@ -50,14 +50,37 @@ def recorded_kernels():
         llvm_jit.LLVMBackend.compile = original
 
 
-def _assemble(exe, text, flags):
-    """ptxas's error text for one module, or None if it assembles."""
+# GPUs the rendered PTX is assembled for: the oldest it targets and a current one.
+ARCHS = ('sm_70', 'sm_90')
+
+
+def _run_ptxas(exe, text, arch, flags=()):
     with tempfile.TemporaryDirectory() as d:
         src = os.path.join(d, 'kernels.ptx')
         with open(src, 'w') as f:
             f.write(text)
-        res = subprocess.run([exe, '-arch=sm_80', *flags, src, '-o', os.path.join(d, 'k.cubin')],
-                             capture_output=True, text=True)
+        return subprocess.run([exe, f'-arch={arch}', *flags, src, '-o',
+                               os.path.join(d, 'k.cubin')], capture_output=True, text=True)
+
+
+def gpu_archs(exe):
+    """ARCHS as this ptxas knows them: CUDA 13 dropped Volta, so sm_70 PTX is then assembled
+    for the oldest GPU it still knows (the PTX's own .target keeps newer instructions out)."""
+    from pbc.backend import ptx_render
+    empty = f'{ptx_render.HEADER}.visible .entry k() {{ ret; }}\n'
+    out = []
+    for arch in ARCHS:
+        known = [a for a in (arch, 'sm_72', 'sm_75', 'sm_80') if a >= arch and
+                 _run_ptxas(exe, empty, a).returncode == 0]
+        if not known:
+            pytest.fail(f'ptxas knows none of the GPUs from {arch} on')
+        out.append(known[0])
+    return sorted(set(out))
+
+
+def _assemble(exe, text, flags, arch):
+    """ptxas's error text for one module, or None if it assembles."""
+    res = _run_ptxas(exe, text, arch, flags)
     if res.returncode == 0:
         return None
     lines = text.split('\n')
@@ -67,17 +90,18 @@ def _assemble(exe, text, flags):
             no = int(msg.split(', line ')[1].split(';')[0])
             entry = next((x for x in reversed(lines[:no]) if '.entry' in x), '?')
             report.append(f'  line {no} in {entry.split("(")[0]}: {lines[no - 1].strip()}')
-    return '\n'.join(report)
+    return f'ptxas -arch={arch}:\n' + '\n'.join(report)
 
 
 @pytest.fixture(scope='session')
 def ptxas():
     """assemble(named_kernels, quick=False): renders (name, Kernel) pairs as PTX modules of
-    about `batch` instructions each and assembles them with ptxas for sm_80 in parallel
-    (quick: -O0, which still parses, checks and compiles everything); fails with ptxas's
-    message. Skips (visibly) where the CUDA toolkit is not installed."""
+    about `batch` instructions each and assembles them with ptxas for each of `gpu_archs`
+    in parallel (quick: -O0, which still parses, checks and compiles everything); fails
+    with ptxas's message. Skips (visibly) where the CUDA toolkit is not installed."""
     from pbc.backend import ptx_render
     exe = shutil.which('ptxas')
+    archs = gpu_archs(exe) if exe else ()
 
     def assemble(named_kernels, quick=False, batch=5000):
         groups, size = [[]], 0
@@ -91,8 +115,10 @@ def ptxas():
         if exe is None:
             pytest.skip('ptxas (CUDA toolkit) is not installed: PTX rendered, not assembled')
         flags = ['-O0'] if quick else []
+        jobs = [(t, a) for t in texts for a in archs]
         with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
-            errors = [e for e in pool.map(lambda t: _assemble(exe, t, flags), texts) if e]
+            errors = [e for e in pool.map(lambda job: _assemble(exe, job[0], flags, job[1]),
+                                          jobs) if e]
         if errors:
             pytest.fail('ptxas rejected generated PTX:\n' + '\n\n'.join(errors[:3]))
         return texts

@@ -1,4 +1,5 @@
-"""Kernel -> PTX text (sm_80): one thread per lane, a grid-stride loop over [0, size).
+"""Kernel -> PTX text (for sm_70 and newer): one thread per lane, a grid-stride loop over
+[0, size).
 
 A pure function of the Kernel, driven by the table TEMPLATES ({op: {operand kind:
 template}}), mirroring llvm_render.py op for op and bit for bit. Kinds: 'f' float, 'i'
@@ -20,7 +21,11 @@ import re
 
 from ..ops import ARITY, CALL_OPS, COMPARISONS, LOOP_OPS, REDUCE_NAMES, TYPE_NAMES
 
-HEADER = '.version 7.0\n.target sm_80\n.address_size 64\n'
+# The oldest GPUs the text is for: Volta (sm_70) brought the warp-synchronous instructions
+# (activemask, vote.sync) that subgroup ops use; a driver compiles sm_70 PTX for every newer
+# GPU. PTX ISA 7.0 knows sm_70 to sm_80.
+TARGET, ISA = 'sm_70', '7.0'
+HEADER = f'.version {ISA}\n.target {TARGET}\n.address_size 64\n'
 # CUDA's device printf: a format string and a buffer of C-vararg-packed values.
 VPRINTF = '.extern .func (.param .b32 rv) vprintf (.param .b64 fmt, .param .b64 args);'
 
