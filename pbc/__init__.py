@@ -21,6 +21,7 @@ from .dispatch import Object, dispatch, switch
 from .evaluate import (
                        eval,
                        flush_kernel_cache,
+                       has_backend,
                        kernel_history,
                        kernel_history_clear,
                        schedule,

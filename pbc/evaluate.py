@@ -34,6 +34,17 @@ def _backend(code):
 _backends = {}
 
 
+def has_backend(backend):
+    """Whether arrays of `backend` ('llvm', 'cuda', or a JitBackend) can run kernels here.
+    Only the LLVM backend can: pbc renders PTX for CUDA but cannot launch it yet."""
+    from .traits import JitBackend
+    if isinstance(backend, JitBackend):
+        backend = backend.name.lower()
+    if backend not in ('llvm', 'cuda', 'metal', 'invalid'):
+        raise ValueError(f'pbc.has_backend(): unknown backend {backend!r}')
+    return backend == 'llvm'
+
+
 def eval_pending(compiled_only=False):
     """Runs every scheduled evaluation and queued side effect; with `compiled_only`, only
     if every kernel that takes is compiled already (else it leaves the queues as they were

@@ -381,3 +381,11 @@ def test_named_constants():
 
 def test_loop_is_in_the_backend_module_as_in_dr_jit_0x():
     assert pbc.llvm.Loop is pbc.Loop
+
+
+def test_has_backend():
+    assert pbc.has_backend('llvm') and pbc.has_backend(pbc.JitBackend.LLVM)
+    assert not pbc.has_backend('cuda') and not pbc.has_backend(pbc.JitBackend.CUDA)
+    assert not pbc.has_backend(pbc.JitBackend.Metal)
+    with pytest.raises(ValueError, match="unknown backend 'vulkan'"):
+        pbc.has_backend('vulkan')
