@@ -3,7 +3,9 @@ compiles it through the backend's caches, launches it, and keeps the kernel hist
 
 import atexit
 import gc
+import importlib
 import logging
+import sys
 import time
 
 from . import _runtime, config
@@ -16,22 +18,25 @@ if config.DEBUG:
     logging.basicConfig()
     log.setLevel(logging.DEBUG)
 
-BACKENDS = ('llvm', 'cuda')
+BACKENDS = ('llvm', 'cuda')     # by backend code
+# The module whose backend() makes each backend that can run (pbc/backend/protocol.py),
+# imported on first use (LLVM's loads LLVM).
+_MAKERS = {'llvm': 'pbc.backend.llvm_jit'}
 _history = []
 
 
 def _backend(code):
     be = _backends.get(code)
     if be is None:
-        if BACKENDS[code] != 'llvm':
-            raise RuntimeError(f'pbc: the {BACKENDS[code]} backend cannot launch kernels here')
-        # (imported on first use: it loads LLVM)
-        from .backend import llvm_jit
-        be = _backends[code] = llvm_jit.backend()
+        name = BACKENDS[code]
+        if name not in _MAKERS:
+            raise RuntimeError(f'pbc: the {name} backend cannot launch kernels (pbc renders '
+                               'its kernels but has no launcher for them yet)')
+        be = _backends[code] = importlib.import_module(_MAKERS[name]).backend()
     return be
 
 
-_backends = {}
+_backends = {}                  # backend code -> the backend, once made
 
 
 def has_backend(backend):
@@ -42,7 +47,7 @@ def has_backend(backend):
         backend = backend.name.lower()
     if backend not in ('llvm', 'cuda', 'metal', 'invalid'):
         raise ValueError(f'pbc.has_backend(): unknown backend {backend!r}')
-    return backend == 'llvm'
+    return backend in _MAKERS
 
 
 def eval_pending(compiled_only=False):
@@ -294,9 +299,10 @@ def sync_thread():
 
 
 def flush_kernel_cache():
-    from .backend import llvm_jit
-    if llvm_jit._backend is not None:
-        llvm_jit._backend.flush_memory_cache()
+    """Forgets the kernels compiled in memory (the disk cache stays)."""
+    for module in _MAKERS.values():
+        if module in sys.modules:         # (a backend whose module is not loaded holds none)
+            sys.modules[module].backend().flush_memory_cache()
 
 
 _runtime.set_eval_hook(eval_pending)

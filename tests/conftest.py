@@ -3,6 +3,7 @@ tests/test_zz_ptx_all_kernels.py can check that the PTX renderer handles all of 
 batched ptxas runner, and a way to compile at a chosen vector width."""
 
 import contextlib
+import functools
 import os
 import re
 import shutil
@@ -39,6 +40,7 @@ def recorded_kernels():
     kernels = {}
     original = llvm_jit.LLVMBackend.compile
 
+    @functools.wraps(original)
     def compile(self, kernel, *args, **kwargs):
         kernels.setdefault((tuple(kernel.instrs), tuple(kernel.params)), kernel)
         return original(self, kernel, *args, **kwargs)

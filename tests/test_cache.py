@@ -402,3 +402,16 @@ def test_gathers_are_one_instruction_on_avx2_parts():
     k, = pbc.evaluate.take_kernels()
     asm = be.tm.emit_assembly(llvm.parse_assembly(render(k, be.lanes(k), be.scalef)))
     assert 'vgatherdps' in asm or 'vpgatherdd' in asm
+
+
+def test_the_llvm_backend_implements_the_backend_protocol():
+    import inspect
+
+    from pbc.backend import llvm_jit, protocol
+    be = llvm_jit.backend()
+    assert isinstance(be, protocol.Backend)
+    for name, method in inspect.getmembers(protocol.Backend, inspect.isfunction):
+        if not name.startswith('_'):
+            assert list(inspect.signature(getattr(be, name)).parameters) == \
+                list(inspect.signature(method).parameters)[1:], name
+    assert set(protocol.Compiled.__annotations__) <= set(llvm_jit.CompiledKernel._fields)

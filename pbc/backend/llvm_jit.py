@@ -385,8 +385,8 @@ class LLVMBackend:
         finally:
             llvm.set_option('', '-misched-regpressure=true')      # (LLVM's default)
 
-    def launch(self, addr, size, params, serial=False, wait=True, threads=0):
-        _runtime.launch(addr, size, params, serial, wait, threads)
+    def launch(self, address, size, params, serial=False, wait=True, threads=0):
+        _runtime.launch(address, size, params, serial, wait, threads)
 
     def launch_many(self, kernels, wait=True, threads=0):
         """Launches [(address, size, params)] as one job (they read nothing the others

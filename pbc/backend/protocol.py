@@ -1,0 +1,49 @@
+"""What eval() (pbc/evaluate.py) asks of a backend. The LLVM backend (llvm_jit.py)
+implements it; a backend is chosen by the backend code of the arrays' types (pbc.llvm's
+are 0) through evaluate.BACKENDS.
+
+eval() assembles a trace group into a pbc.kernel.Kernel and its Layout, asks the backend
+for a compiled form (`lookup` by the group's key, else `compile`), fills the parameter slots
+from `layout.param_values(...)` (64-bit values: buffer addresses and element counts) and
+launches it; its outputs then hold the results. A compiled form carries what eval() and
+kernel_history() read (see Compiled).
+"""
+
+from typing import Protocol, runtime_checkable
+
+
+class Compiled(Protocol):
+    address: int           # what `launch` runs
+    layout: object         # pbc.kernel.Layout: how to fill the parameter slots
+    hash: str              # cache key of the rendered text
+    ir_ops: int
+    prints: bool           # contains pbc.print: launched alone, its output delivered after
+    ir: str                # the rendered text (JitFlag.PrintIR)
+    cache_hit: str         # 'none', 'memory' or 'disk'
+    backend_time: float    # seconds compiling (or loading from the disk cache)
+    stats: dict            # what assembly optimized (Kernel.stats())
+    threads: int           # the most threads it may run on (0: any)
+
+
+@runtime_checkable
+class Backend(Protocol):
+    name: str              # 'llvm', ...: Kernel assembly and kernel_history() use it
+
+    def lookup(self, group_key):
+        """The Compiled form of a trace group seen before, or None."""
+
+    def compile(self, kernel, layout, group_key):
+        """Renders and compiles `kernel` (through the backend's caches, keyed on the rendered
+        text and what the code is for) and remembers the result under `group_key`."""
+
+    def compile_many(self, jobs):
+        """compile() of [(kernel, layout, group_key)], as one batch where that is cheaper."""
+
+    def launch(self, address, size, params, serial=False, wait=True, threads=0):
+        """Runs a compiled kernel on lanes [0, size); returns before it ends unless `wait`."""
+
+    def launch_many(self, kernels, wait=True, threads=0):
+        """Runs [(address, size, params)] that read nothing the others write, as one job."""
+
+    def flush_memory_cache(self):
+        """Forgets compiled kernels held in memory (the disk cache stays)."""
