@@ -21,7 +21,7 @@ if config.DEBUG:
 BACKENDS = ('llvm', 'cuda')     # by backend code
 # The module whose backend() makes each backend that can run (pbc/backend/protocol.py),
 # imported on first use (LLVM's loads LLVM).
-_MAKERS = {'llvm': 'pbc.backend.llvm_jit'}
+_MAKERS = {'llvm': 'pbc.backend.llvm_jit', 'cuda': 'pbc.backend.cuda_jit'}
 _history = []
 
 
@@ -29,9 +29,6 @@ def _backend(code):
     be = _backends.get(code)
     if be is None:
         name = BACKENDS[code]
-        if name not in _MAKERS:
-            raise RuntimeError(f'pbc: the {name} backend cannot launch kernels (pbc renders '
-                               'its kernels but has no launcher for them yet)')
         be = _backends[code] = importlib.import_module(_MAKERS[name]).backend()
     return be
 
@@ -40,14 +37,20 @@ _backends = {}                  # backend code -> the backend, once made
 
 
 def has_backend(backend):
-    """Whether arrays of `backend` ('llvm', 'cuda', or a JitBackend) can run kernels here.
-    Only the LLVM backend can: pbc renders PTX for CUDA but cannot launch it yet."""
+    """Whether arrays of `backend` ('llvm', 'cuda', or a JitBackend) can run kernels here:
+    CUDA needs PyCUDA, a driver and a device."""
     from .traits import JitBackend
     if isinstance(backend, JitBackend):
         backend = backend.name.lower()
     if backend not in ('llvm', 'cuda', 'metal', 'invalid'):
         raise ValueError(f'pbc.has_backend(): unknown backend {backend!r}')
-    return backend in _MAKERS
+    if backend not in _MAKERS:
+        return False
+    try:
+        _backend(BACKENDS.index(backend))
+    except RuntimeError:            # (the backend's error says what is missing)
+        return False
+    return True
 
 
 def eval_pending(compiled_only=False):
@@ -300,9 +303,10 @@ def sync_thread():
 
 def flush_kernel_cache():
     """Forgets the kernels compiled in memory (the disk cache stays)."""
-    for module in _MAKERS.values():
-        if module in sys.modules:         # (a backend whose module is not loaded holds none)
-            sys.modules[module].backend().flush_memory_cache()
+    for module in _MAKERS.values():       # (the backends made so far: see protocol.py)
+        made = getattr(sys.modules.get(module), '_backend', None)
+        if made is not None:
+            made.flush_memory_cache()
 
 
 _runtime.set_eval_hook(eval_pending)

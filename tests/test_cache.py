@@ -404,14 +404,20 @@ def test_gathers_are_one_instruction_on_avx2_parts():
     assert 'vgatherdps' in asm or 'vpgatherdd' in asm
 
 
-def test_the_llvm_backend_implements_the_backend_protocol():
+@pytest.mark.parametrize('module', ['llvm_jit', 'cuda_jit'])
+def test_backends_implement_the_backend_protocol(module):
+    import importlib
     import inspect
 
-    from pbc.backend import llvm_jit, protocol
-    be = llvm_jit.backend()
-    assert isinstance(be, protocol.Backend)
+    from pbc.backend import protocol
+    backend = importlib.import_module(f'pbc.backend.{module}')
+    cls = {'llvm_jit': 'LLVMBackend', 'cuda_jit': 'CUDABackend'}[module]
+    cls = getattr(backend, cls)
     for name, method in inspect.getmembers(protocol.Backend, inspect.isfunction):
         if not name.startswith('_'):
-            assert list(inspect.signature(getattr(be, name)).parameters) == \
-                list(inspect.signature(method).parameters)[1:], name
-    assert set(protocol.Compiled.__annotations__) <= set(llvm_jit.CompiledKernel._fields)
+            assert list(inspect.signature(getattr(cls, name)).parameters) == \
+                list(inspect.signature(method).parameters), name
+    assert isinstance(cls.name, str)
+    assert set(protocol.Compiled.__annotations__) <= set(backend.CompiledKernel._fields)
+    if module == 'llvm_jit':
+        assert isinstance(backend.backend(), protocol.Backend)

@@ -191,20 +191,37 @@ def test_migrated_printf_prints_the_same_text(capfd):
 def test_names_pbc_lacks_are_reported():
     new, reports = refused('''\
         import drjit as dr
-        from drjit.cuda.ad import Float
+        from drjit.scalar import Float
         from drjit import shuffle, printf_async
-        y = dr.safe_sqrt(x) + dr.JitFlag.VCallInline + dr.cuda.Float(1)
+        y = dr.safe_sqrt(x) + dr.JitFlag.VCallInline + dr.scalar.Float(1)
+        import drjit.nn
         ''')
-    assert 'from drjit.cuda.ad import Float' in new
+    assert 'from drjit.scalar import Float' in new
     assert reports == [
-        'm.py:2: pbc has no module pbc.cuda (for drjit.cuda.ad); left as is',
+        'm.py:2: pbc has no module pbc.scalar (for drjit.scalar); left as is',
         'm.py:3: pbc has no pbc.shuffle',
         'm.py:3: printf_async imported by name: only calls of the form '
         'dr.printf_async(...) are rewritten; left as is',
-        'm.py:4: pbc has no module pbc.cuda; left as is',
+        'm.py:4: pbc has no module pbc.scalar; left as is',
         'm.py:4: pbc has no pbc.safe_sqrt',
         'm.py:4: pbc has no pbc.JitFlag.VCallInline',
+        'm.py:5: pbc has no counterpart of module drjit.nn; left as is',
     ]
+
+
+def test_cuda_modules_become_pbc_cuda():
+    new = clean('''\
+        import drjit as dr
+        import drjit.cuda.ad as cuda
+        from drjit.cuda.ad import Float, UInt32
+        x = dr.cuda.ad.Float(1) + cuda.Float(2)
+        ''')
+    assert new == textwrap.dedent('''\
+        import pbc as dr
+        import pbc.cuda as cuda
+        from pbc.cuda import Float, UInt32
+        x = dr.cuda.Float(1) + cuda.Float(2)
+        ''')
 
 
 # ---- Dr.Jit 0.x Loop objects -------------------------------------------------------------
@@ -604,14 +621,14 @@ def test_command_line_directories_reports_and_errors(tmp_path):
     (tmp_path / 'pkg' / 'sub').mkdir(parents=True)
     (tmp_path / '.hidden').mkdir()
     (tmp_path / 'pkg' / 'a.py').write_text('import drjit as dr\n')
-    (tmp_path / 'pkg' / 'sub' / 'b.py').write_text('from drjit.cuda import Float\n')
+    (tmp_path / 'pkg' / 'sub' / 'b.py').write_text('from drjit.scalar import Float\n')
     (tmp_path / '.hidden' / 'c.py').write_text('import drjit as dr\n')
     (tmp_path / 'pkg' / 'notes.txt').write_text('import drjit\n')
     out = run_tool('--write', tmp_path)
     assert out.returncode == 0
     assert (tmp_path / 'pkg' / 'a.py').read_text() == 'import pbc as dr\n'
     assert (tmp_path / '.hidden' / 'c.py').read_text() == 'import drjit as dr\n'
-    assert f'{tmp_path / "pkg" / "sub" / "b.py"}:1: pbc has no module pbc.cuda' in out.stderr
+    assert f'{tmp_path / "pkg" / "sub" / "b.py"}:1: pbc has no module pbc.scalar' in out.stderr
     (tmp_path / 'bad.py').write_text('def (:\n')
     bad = run_tool('--check', tmp_path / 'bad.py')
     assert bad.returncode == 2 and 'cannot migrate' in bad.stderr

@@ -6,7 +6,9 @@ eval() assembles a trace group into a pbc.kernel.Kernel and its Layout, asks the
 for a compiled form (`lookup` by the group's key, else `compile`), fills the parameter slots
 from `layout.param_values(...)` (64-bit values: buffer addresses and element counts) and
 launches it; its outputs then hold the results. A compiled form carries what eval() and
-kernel_history() read (see Compiled).
+kernel_history() read (see Compiled). A backend's module has `backend()`, which makes the
+backend on first use (or raises a RuntimeError saying why it cannot run here), and
+`_backend`, the one made so far or None.
 """
 
 from typing import Protocol, runtime_checkable

@@ -14,12 +14,15 @@ import importlib.util
 import re
 import types
 
-# Dr.Jit module -> pbc module. `.ad` variants collapse: pbc's float arrays are differentiable.
+# Dr.Jit module -> pbc module (where pbc has none, uses are reported). `.ad` variants
+# collapse: pbc's float arrays are differentiable.
 MODULES = {
     'drjit': 'pbc', 'drjit.llvm': 'pbc.llvm', 'drjit.llvm.ad': 'pbc.llvm',
     'drjit.cuda': 'pbc.cuda', 'drjit.cuda.ad': 'pbc.cuda', 'drjit.detail': 'pbc.detail',
     'drjit.scalar': 'pbc.scalar',
 }
+
+BACKEND_MODULES = ('pbc.llvm', 'pbc.cuda')      # whose `.ad` is the module itself
 
 # Dr.Jit 0.x function and trait names -> their names in Dr.Jit 1.x and pbc (applied where pbc
 # has no function of the old name).
@@ -199,7 +202,7 @@ class Names:
             base = self.resolve(node.value)
             if base is None:
                 return None
-            if base == 'pbc.llvm' and node.attr == 'ad':
+            if base in BACKEND_MODULES and node.attr == 'ad':
                 return base
             return MODULES.get(f'drjit{base[3:]}.{node.attr}',
                                f'{base}.{_new_name(base, node.attr)}')
@@ -327,7 +330,7 @@ class Names:
         if base is None or not base.startswith('pbc'):
             return
         _, end = src.span(node)
-        if base == 'pbc.llvm' and node.attr == 'ad':            # pbc.llvm.ad is pbc.llvm
+        if base in BACKEND_MODULES and node.attr == 'ad':            # pbc.llvm.ad is pbc.llvm
             src.replace(src.span(node.value)[1], end, '')
             return
         path = self.resolve(node)

@@ -1,0 +1,8 @@
+"""The CUDA backend's types: `from pbc.cuda import Float, UInt32, Array3f, TensorXf`, the
+same names as pbc.llvm's. Kernels on them are PTX, launched through PyCUDA
+(pbc/backend/cuda_jit.py); where that cannot run (no PyCUDA, driver or device), the first
+kernel raises an error that says what is missing, and `pbc.has_backend('cuda')` is false."""
+
+from .backend_types import populate
+
+populate(__name__, 1)
