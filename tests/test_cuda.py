@@ -10,6 +10,7 @@ No GPU runs these tests here. Three kinds of checks:
   - on a machine with a GPU (pbc.has_backend('cuda')), the same programs on the device.
 """
 
+import atexit
 import sys
 import types
 
@@ -151,6 +152,9 @@ class _Allocation:
     def __int__(self):
         return self.address
 
+    def free(self):
+        self.block = None
+
 
 class _Module:
     def __init__(self, driver, kernel):
@@ -199,6 +203,11 @@ def fake_gpu(monkeypatch):
     reset()
     yield driver
     assert driver.depth == 0              # every push was popped
+    made = cuda_jit._backend
+    if made is not None:
+        made.close()                      # (what the interpreter's exit runs)
+        atexit.unregister(made.close)
+        assert made.pool == {} and made.memory == {} and driver.depth == 0
     reset()
 
 

@@ -13,6 +13,7 @@ without a device, making the backend raises CUDAUnavailable naming what is missi
 The device's primary context is retained (never pycuda.autoinit) and pushed around work.
 """
 
+import atexit
 import contextlib
 import ctypes
 import hashlib
@@ -91,6 +92,17 @@ class CUDABackend:
         self.groups = {}        # trace group key -> CompiledKernel
         self.pool = {}          # bytes -> [free device allocations]
         self.lock = threading.RLock()
+        atexit.register(self.close)
+
+    def close(self):
+        """Frees the pool's device memory and drops the loaded modules while the context is
+        current (after that, as the interpreter exits, freeing them would fail)."""
+        with self.lock, self.active():
+            for blocks in self.pool.values():
+                for block in blocks:
+                    block.free()
+            self.pool.clear()
+            self.flush_memory_cache()
 
     @contextlib.contextmanager
     def active(self):
