@@ -176,28 +176,28 @@ class CUDABackend:
         cuda = self.cuda
         kinds = launchable.transfers
         slots = np.array([0 if p is None else p for p in params], dtype=np.uint64)
-        device = []             # (slot, host address, bytes, allocation, copy back)
+        device = []             # (host address, bytes, allocation, copy back)
         try:
             for slot, nbytes, back in kinds.copies(params, size):
                 block = self._alloc(nbytes)
-                device.append((slot, int(params[slot]), nbytes, block, back))
+                device.append((int(params[slot]), nbytes, block, back))
                 if not kinds.output(slot):
                     cuda.memcpy_htod(block, _host(int(params[slot]), nbytes))
                 slots[slot] = int(block)
             for slot in kinds.sinks:
                 slots[slot] = 0
             table = self._alloc(slots.nbytes)
+            device.append((0, slots.nbytes, table, False))
             cuda.memcpy_htod(table, slots)
             blocks = min(self.max_blocks, -(-size // BLOCK))
             launchable.function.prepared_call((blocks, 1), (BLOCK, 1, 1),
                                               np.uint64(int(table)), np.uint64(size))
             cuda.Context.synchronize()
-            for _, host, nbytes, block, back in device:
+            for host, nbytes, block, back in device:
                 if back:
                     cuda.memcpy_dtoh(_host(host, nbytes), block)
-            self._free(slots.nbytes, table)
         finally:
-            for _, _, nbytes, block, _ in device:
+            for _, nbytes, block, _ in device:
                 self._free(nbytes, block)
 
 
