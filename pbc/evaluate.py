@@ -79,6 +79,8 @@ def eval_pending(compiled_only=False):
                 if summary is None:       # it reads outputs of groups before it: run those
                     printed += _launch(batch, bits)
                 run = _prepare(backend, size, outputs, ids, summary, ahead, options, bits)
+                if batch and batch[0].be is not run.be:   # (a batch is one backend's job)
+                    printed += _launch(batch, bits)
                 batch.append(run)
                 if run.entry.prints:      # (in lane order, alone)
                     printed += _launch(batch, bits)
@@ -102,7 +104,7 @@ def _compiled(groups, summaries, options):
     """Whether a cache holds the kernel of every group (each with a summary now)."""
     for (code, size, _, _, _), summary in zip(groups, summaries):
         if summary is None or BACKENDS[code] != 'llvm' or \
-                _backend(code).lookup(_group_key(size, summary[0], options)) is None:
+                _backend(code).lookup(_group_key(code, size, summary[0], options)) is None:
             return False
     return True
 
@@ -133,9 +135,10 @@ def _options(bits):
         bool(bits & _OPTIMIZE_CALLS), bool(bits & _FLUSH_DENORMALS)
 
 
-def _group_key(size, summary_key, options):
-    """A group's kernel cache key: its summary's, with what else assembly reads."""
-    return summary_key, size >= STREAMING_LANES, size < FEW_LANES, options
+def _group_key(backend_code, size, summary_key, options):
+    """A group's kernel cache key: its summary's, with what else assembly reads (and the
+    backend, so that groups of two backends traced alike never share an entry)."""
+    return backend_code, summary_key, size >= STREAMING_LANES, size < FEW_LANES, options
 
 
 def _compile_ahead(groups, summaries, options):
@@ -148,7 +151,7 @@ def _compile_ahead(groups, summaries, options):
     for (code, size, outputs, _, ids), summary in zip(groups, summaries):
         if summary is None or BACKENDS[code] != 'llvm':
             continue
-        key = _group_key(size, summary[0], options)
+        key = _group_key(code, size, summary[0], options)
         if key not in keys and be.lookup(key) is None:
             t0 = time.perf_counter()
             keys.add(key)
@@ -181,7 +184,7 @@ def _prepare(backend_code, size, outputs, ids, summary, ahead, options, bits):
     run.be = be = _backend(backend_code)
     t0 = time.perf_counter()
     summary_key, run.leaves = summary or _runtime.group_summary(ids, size, outputs)
-    key = _group_key(size, summary_key, options)
+    key = _group_key(backend_code, size, summary_key, options)
     entry, codegen_ahead = ahead.pop(key, (None, 0.0))
     backend_here = 0.0
     if entry is not None:                    # compiled just now, with the other groups

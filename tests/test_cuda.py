@@ -264,6 +264,82 @@ def test_a_kernel_the_driver_rejects_raises_with_its_log(fake_gpu, monkeypatch):
         (Float(1, 2) + 5).numpy()
 
 
+# ---- the same programs on both backends ---------------------------------------------------
+class Body(pbc.Object):
+    def __init__(self, mod, k):
+        self.k = mod.Float(k, k + 1, k + 2)[mod.UInt32(0)]      # closure data: an array
+
+    def eval(self, x):
+        return x * self.k + 1
+
+
+class Other(Body):
+    def eval(self, x):
+        return pbc.sqrt(pbc.abs(x)) - self.k
+
+
+def dispatch(mod):
+    """Calls of two classes' methods (per-lane instance pointers, closure data)."""
+    a, b = Body(mod, 2), Other(mod, 3)
+    ptrs = mod.Ptr[Body]([a, b, None, b, a])
+    return ptrs.eval(mod.Float(1, 4, 9, 16, 25))
+
+
+def random_walk(mod):
+    """A symbolic loop over PCG32 state with a branch inside."""
+    @pbc.syntax
+    def walk(rng, n):
+        x, i = mod.Float(0), mod.UInt32(0)
+        while i < n:
+            step = rng.next_float32()
+            if step > 0.5:
+                x += step
+            else:
+                x -= 1
+            i += 1
+        return x
+    return walk(mod.PCG32(64), mod.UInt32(np.arange(64) % 7))
+
+
+def gradient(mod):
+    """Reverse-mode AD through gathers (its adjoint scatters)."""
+    x = mod.Float(np.linspace(0, 1, 16, dtype=np.float32))
+    pbc.enable_grad(x)
+    y = pbc.gather(mod.Float, x, mod.UInt32(np.arange(32) % 16)) ** 2
+    pbc.backward(pbc.sum(y))
+    return pbc.grad(x)
+
+
+def tables_and_masks(mod):
+    """Many distinct literals (a kernel's constant table), Bool outputs, 64-bit types."""
+    i = pbc.arange(mod.UInt32, 100)
+    picked = pbc.switch(i % 4, [lambda v: v * 3, lambda v: v + 7, lambda v: v ^ 5,
+                                lambda v: v // 2], i)
+    wide = mod.Float64(i) * 1e-3 + mod.Int64(i) * 3
+    return picked, wide, (i % 3) == 0
+
+
+@pytest.mark.parametrize('program', [dispatch, random_walk, gradient, tables_and_masks])
+def test_programs_give_the_cpu_backends_results(fake_gpu, program):
+    want, got = program(pbc.llvm), program(pbc.cuda)
+    want = want if isinstance(want, tuple) else (want,)
+    got = got if isinstance(got, tuple) else (got,)
+    for a, b in zip(want, got, strict=True):
+        np.testing.assert_array_equal(a.numpy(), b.numpy())
+    assert fake_gpu.launches
+
+
+def test_one_eval_of_both_backends_with_the_same_trace(fake_gpu):
+    # Two groups traced alike, one per backend: each gets its own backend's kernel, and
+    # the CPU's launches are not batched with the device's.
+    a = pbc.llvm.Float(1, 2, 3) * 3 + 1
+    b = pbc.cuda.Float(1, 2, 3) * 3 + 1
+    c = pbc.llvm.Float(4, 5, 6) * 2
+    pbc.eval(a, b, c)
+    assert a.numpy().tolist() == b.numpy().tolist() == [4, 7, 10]
+    assert c.numpy().tolist() == [8, 10, 12] and len(fake_gpu.launches) == 1
+
+
 # ---- on a GPU -----------------------------------------------------------------------------
 on_gpu = pytest.mark.skipif(not pbc.has_backend('cuda'),
                             reason='needs PyCUDA, an NVIDIA driver and a GPU (none here)')
