@@ -392,8 +392,8 @@ LOOP_REFUSALS = {
             while loop(i < 3):
                 i += 1
                 return i
-        ''', "m.py:5: Loop 'loop' left as is: its body contains 'return' (line 8), which keeps "
-             '@pbc.syntax from compiling it as a loop'),
+        ''', "m.py:5: Loop 'loop' left as is: @pbc.syntax would keep it as a Python loop: it "
+             "contains 'return' (line 8)"),
     'two statements on a line': ('''\
         def f(i):
             loop = Loop('f', lambda: (i,)); j = 1

@@ -175,12 +175,13 @@ class _Function:
                 if len(node.body) != 1 or not isinstance(node.body[0], ast.Return) or \
                         node.body[0].value is None:
                     raise Refused(f'{node.name!r} is not a single return statement')
-            elif not isinstance(node.body[-1], ast.Return) or node.body[-1].value is None or \
-                    scope.not_movable(node.body[:-1]) or \
-                    any(isinstance(n, ast.Return) for n in ast.walk(node) if n is not
-                        node.body[-1] and scope.owner(n) is node):
-                raise Refused(f'{node.name!r} does not end in its only return statement, or '
-                              'contains yield, global or nonlocal')
+            elif not isinstance(node.body[-1], ast.Return) or node.body[-1].value is None:
+                raise Refused(f'{node.name!r} does not end in a return statement')
+            else:
+                blocked = scope.not_movable(node.body[:-1], scope.declared(fn))
+                if blocked:
+                    raise Refused(f'{node.name!r} cannot be inlined into a statement that '
+                                  f'@pbc.syntax compiles: {blocked}')
 
     def _definition(self, name, fn, stmt):
         """The function definition `name` refers to: defined in the same block as `stmt`,

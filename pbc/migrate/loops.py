@@ -76,14 +76,12 @@ class Loops:
                 return f'line {stmt.lineno} holds other code too'
         if isinstance(fn, ast.AsyncFunctionDef):
             return '@pbc.syntax does not take async functions'
-        blocked = scope.not_movable(loop.body + loop.orelse)
+        declared = scope.declared(fn)
+        blocked = scope.not_movable(loop.body + loop.orelse, declared)
         if blocked:
-            return (f"its body contains '{blocked[0]}' (line {blocked[1]}), which keeps "
-                    '@pbc.syntax from compiling it as a loop')
+            return f'@pbc.syntax would keep it as a Python loop: {blocked}'
         if any(isinstance(n, ast.NamedExpr) for n in ast.walk(loop.test)):
             return "its condition contains ':=', which keeps @pbc.syntax from compiling it"
-        declared = {n for s in ast.walk(fn) if isinstance(s, (ast.Global, ast.Nonlocal))
-                    for n in s.names}
         if declared & set(state):
             return f'state variable {sorted(declared & set(state))[0]!r} is global or nonlocal'
         outside = {n.id for n in scope.names(fn) if not scope.inside(n, loop)}

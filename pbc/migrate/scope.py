@@ -1,13 +1,14 @@
-"""What the rewrites need to know about names: who binds and reads them, and where."""
+"""What the rewrites need to know about names: who binds and reads them, and where. What
+@pbc.syntax itself sees (written names, statements it keeps as plain Python) comes from the
+frontend's own analysis, so a rewrite and the compiled code agree."""
 
 import ast
+
+from ..frontend import analysis, lowering
 
 NESTED = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef, ast.ListComp,
           ast.SetComp, ast.DictComp, ast.GeneratorExp)
 FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
-# Statements that keep @pbc.syntax from turning a loop body into a function.
-NOT_MOVABLE = {ast.Return: 'return', ast.Yield: 'yield', ast.YieldFrom: 'yield from',
-               ast.Await: 'await', ast.Global: 'global', ast.Nonlocal: 'nonlocal'}
 
 
 def owner(node):
@@ -18,31 +19,11 @@ def owner(node):
     return node if isinstance(node, FUNCTIONS) else None
 
 
-def own_nodes(node):
-    """The nodes of `node` outside nested scopes (a nested def's name and defaults are in)."""
-    todo = list(ast.iter_child_nodes(node))
-    while todo:
-        n = todo.pop()
-        yield n
-        if isinstance(n, NESTED):
-            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                todo += n.decorator_list
-            continue
-        todo += ast.iter_child_nodes(n)
-
-
 def bound(nodes):
-    """Names that statements bind in their own scope."""
-    out = set()
-    for stmt in nodes:
-        for n in [stmt, *own_nodes(stmt)]:
-            if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del)):
-                out.add(n.id)
-            elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                out.add(n.name)
-            elif isinstance(n, (ast.Import, ast.ImportFrom)):
-                out |= {(a.asname or a.name).split('.')[0] for a in n.names}
-    return out
+    """Names that statements bind (or delete) in their own scope, as @pbc.syntax's analysis
+    sees them."""
+    found = analysis.Names.of(list(nodes))
+    return set(found.binds) | set(found.deletes)
 
 
 def names(node):
@@ -59,20 +40,23 @@ def inside(node, outer):
     return False
 
 
-def not_movable(stmts):
-    """The first statement kind in `stmts` that @pbc.syntax cannot move into a function."""
-    for stmt in stmts:
-        for n in [stmt, *own_nodes(stmt)]:
-            if type(n) in NOT_MOVABLE:
-                return NOT_MOVABLE[type(n)], n.lineno
-    return None
+def declared(fn):
+    """Names that `fn` or a function inside it declares global or nonlocal."""
+    return {n for s in ast.walk(fn) if isinstance(s, (ast.Global, ast.Nonlocal))
+            for n in s.names}
 
 
-def base_name(node):
-    """`a` for `a`, `a.b`, `a[i]`, `a.b[i].c`; None otherwise."""
-    while isinstance(node, (ast.Attribute, ast.Subscript, ast.Starred)):
-        node = node.value
-    return node.id if isinstance(node, ast.Name) else None
+def not_movable(stmts, declared):
+    """Why @pbc.syntax would keep a loop or branch of `stmts` as plain Python (the
+    frontend's own test: `return`, `yield`, `await`, `global`, `del name`, ...), or None.
+    `declared`: the function's global and nonlocal names."""
+    found = lowering.problem(list(stmts), declared, jumps_ok=True)
+    return None if found is None else found[1]
+
+
+def _holder(node):
+    """The name whose object an assignment target or value reaches (`a` for `a.f`, `*a`)."""
+    return analysis.base_name(node.value if isinstance(node, ast.Starred) else node)
 
 
 def holders(fn, var):
@@ -86,15 +70,15 @@ def holders(fn, var):
             for t in targets:
                 for target, value in _pairs(t, n.value):
                     if _is(value, var) and not _is(target, var):
-                        out.add(base_name(target))
+                        out.add(_holder(target))
                     elif _is(target, var) and isinstance(value, (ast.Name, ast.Attribute,
                                                                  ast.Subscript)):
-                        out.add(base_name(value))
+                        out.add(_holder(value))
                     elif not _is(target, var) and _keeps(value, var):
-                        out.add(base_name(target))
+                        out.add(_holder(target))
         elif isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and \
                 any(_is(a, var) for a in n.args + [k.value for k in n.keywords]):
-            out.add(base_name(n.func.value))
+            out.add(_holder(n.func.value))
     return out - {None, var}
 
 
@@ -126,14 +110,7 @@ def _keeps(value, var):
 def writes(nodes):
     """Names @pbc.syntax counts as written by `nodes` (docs/control_flow.md): bound, or
     changed through `v.attr = ...`, `v[i] = ...`, `del v[i]` or a method call `v.m(...)`."""
-    out = bound(nodes)
-    for stmt in nodes:
-        for n in [stmt, *own_nodes(stmt)]:
-            if isinstance(n, (ast.Attribute, ast.Subscript)) and \
-                    isinstance(n.ctx, (ast.Store, ast.Del)) or \
-                    isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute):
-                out.add(base_name(n.func.value if isinstance(n, ast.Call) else n.value))
-    return out - {None}
+    return set(analysis.Names.of(list(nodes)).written())
 
 
 def passed(nodes, pure):
