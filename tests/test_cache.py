@@ -418,6 +418,6 @@ def test_backends_implement_the_backend_protocol(module):
             assert list(inspect.signature(getattr(cls, name)).parameters) == \
                 list(inspect.signature(method).parameters), name
     assert isinstance(cls.name, str)
-    assert set(protocol.Compiled.__annotations__) <= set(backend.CompiledKernel._fields)
+    assert backend.CompiledKernel is protocol.CompiledKernel
     if module == 'llvm_jit':
         assert isinstance(backend.backend(), protocol.Backend)

@@ -23,11 +23,11 @@ from typing import NamedTuple
 
 import numpy as np
 
+from .. import _runtime
 from ..ops import TYPE_NAMES
 from . import ptx_render
+from .protocol import CompiledKernel
 
-ITEMSIZE = {'bool': 1, 'int32': 4, 'uint32': 4, 'int64': 8, 'uint64': 8, 'float32': 4,
-            'float64': 8}
 BLOCK = 256                 # threads per block; the kernels loop over lanes (grid-stride)
 BLOCKS_PER_SM = 32          # enough blocks to fill the device and no more
 
@@ -36,22 +36,9 @@ class CUDAUnavailable(RuntimeError):
     """pbc.cuda cannot run here; the message says what is missing."""
 
 
-class CompiledKernel(NamedTuple):
-    address: object         # a Launchable
-    layout: object
-    hash: str
-    ir_ops: int
-    prints: bool            # (PTX prints with the device's printf, at the kernel's end)
-    ir: str
-    cache_hit: str
-    backend_time: float
-    stats: dict
-    threads: int
-
-
 class Launchable(NamedTuple):
-    """What `launch` gets as a kernel's address: its prepared function and what its launch
-    copies."""
+    """A CUDA kernel's CompiledKernel.address, what `launch` gets: its prepared function
+    and what its launch copies."""
     function: object
     transfers: object       # Transfers
 
@@ -221,14 +208,14 @@ class Transfers(NamedTuple):
         """(slot, bytes, copy back) per buffer the kernel reads or writes."""
         for slot, (kind, tname) in enumerate(zip(self.kinds, self.types)):
             if kind in ('in', 'out'):
-                yield slot, size * ITEMSIZE[tname], kind == 'out'
+                yield slot, size * _itemsize(tname), kind == 'out'
             elif kind == 'in1':
-                yield slot, ITEMSIZE[tname], False
+                yield slot, _itemsize(tname), False
             elif kind == 'ptr':
                 if tname is None:
                     raise RuntimeError(f'pbc.cuda: cannot tell the element type of the buffer '
                                        f'in parameter {slot}, so it cannot be copied')
-                yield slot, int(params[slot + 1]) * ITEMSIZE[tname], slot in self.written
+                yield slot, int(params[slot + 1]) * _itemsize(tname), slot in self.written
 
 
 def _transfers(kernel):
@@ -255,6 +242,11 @@ def _transfers(kernel):
     return Transfers(tuple(p.kind for p in kernel.params), types, frozenset(written))
 
 
+def _itemsize(tname):
+    """Bytes per element of a runtime buffer of type `tname` (Bools are one byte)."""
+    return np.dtype(_runtime.NUMPY_DTYPES[TYPE_NAMES.index(tname)]).itemsize
+
+
 def _host(address, nbytes):
     """A NumPy view of `nbytes` of host memory at `address` (a runtime buffer)."""
     return np.ctypeslib.as_array((ctypes.c_uint8 * nbytes).from_address(address))
@@ -272,5 +264,3 @@ def backend():
             _backend = CUDABackend(driver())
     return _backend
 
-
-assert set(ITEMSIZE) <= set(TYPE_NAMES)

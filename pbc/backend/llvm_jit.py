@@ -14,20 +14,7 @@ from ..ops import REDUCE_NAMES
 from . import processes
 from .disk_cache import DiskCache
 from .llvm_render import inline_all, render
-
-
-class CompiledKernel(NamedTuple):
-    address: int           # of `void kernel(i64 start, i64 end, ptr params)`
-    layout: object         # pbc.kernel.Layout: how to fill the parameter slots
-    hash: str              # cache key of the IR text
-    ir_ops: int
-    prints: bool           # contains pbc.print: launch serially, then deliver its output
-    ir: str
-    cache_hit: str         # how the first request for it was served
-    backend_time: float    # LLVM compile (or cache load) time
-    stats: dict = {}       # what assembly optimized (Kernel.stats())
-    threads: int = 0       # the most threads it may run on (0: any; see _thread_limit)
-
+from .protocol import CompiledKernel
 
 WIDE_LIMIT = 500              # instructions, for two-register vectors (see lanes())
 WIDE_LIMIT_LOOPS = 2000

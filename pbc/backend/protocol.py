@@ -6,25 +6,26 @@ eval() assembles a trace group into a pbc.kernel.Kernel and its Layout, asks the
 for a compiled form (`lookup` by the group's key, else `compile`), fills the parameter slots
 from `layout.param_values(...)` (64-bit values: buffer addresses and element counts) and
 launches it; its outputs then hold the results. A compiled form carries what eval() and
-kernel_history() read (see Compiled). A backend's module has `backend()`, which makes the
+kernel_history() read (CompiledKernel). A backend's module has `backend()`, which makes the
 backend on first use (or raises a RuntimeError saying why it cannot run here), and
 `_backend`, the one made so far or None.
 """
 
-from typing import Protocol, runtime_checkable
+from typing import NamedTuple, Protocol, runtime_checkable
 
 
-class Compiled(Protocol):
-    address: int           # what `launch` runs
+class CompiledKernel(NamedTuple):
+    """A backend's compiled form of a trace group: what eval() and kernel_history() read."""
+    address: object        # what `launch` runs (the LLVM backend: a function address)
     layout: object         # pbc.kernel.Layout: how to fill the parameter slots
     hash: str              # cache key of the rendered text
     ir_ops: int
     prints: bool           # contains pbc.print: launched alone, its output delivered after
     ir: str                # the rendered text (JitFlag.PrintIR)
-    cache_hit: str         # 'none', 'memory' or 'disk'
+    cache_hit: str         # 'none', 'memory' or 'disk': how the first request was served
     backend_time: float    # seconds compiling (or loading from the disk cache)
-    stats: dict            # what assembly optimized (Kernel.stats())
-    threads: int           # the most threads it may run on (0: any)
+    stats: dict = {}       # what assembly optimized (Kernel.stats())
+    threads: int = 0       # the most threads it may run on (0: any)
 
 
 @runtime_checkable
@@ -32,7 +33,7 @@ class Backend(Protocol):
     name: str              # 'llvm', ...: Kernel assembly and kernel_history() use it
 
     def lookup(self, group_key):
-        """The Compiled form of a trace group seen before, or None."""
+        """The CompiledKernel of a trace group seen before, or None."""
 
     def compile(self, kernel, layout, group_key):
         """Renders and compiles `kernel` (through the backend's caches, keyed on the rendered
