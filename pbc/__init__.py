@@ -21,6 +21,7 @@ from .dispatch import Object, dispatch, switch
 from .evaluate import (
                        eval,
                        flush_kernel_cache,
+                       flush_malloc_cache,
                        has_backend,
                        kernel_history,
                        kernel_history_clear,
@@ -177,7 +178,6 @@ from .traits import (
 
 VarState = _runtime.VarState
 thread_count = _runtime.thread_count
-flush_malloc_cache = _runtime.flush_malloc_cache
 set_thread_count = _runtime.set_thread_count
 _runtime.set_hooks(array_repr, power)
 

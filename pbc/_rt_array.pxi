@@ -430,7 +430,10 @@ cdef class ArrayBase:
         if v.op == OP_LITERAL:
             return bits_to_python(v.literal, v.vtype)
         cdef uint64_t bits = 0
-        memcpy(&bits, <char*> v.data + i * TYPE_SIZE[v.vtype], TYPE_SIZE[v.vtype])
+        if on_device(self._index):
+            read_device(self._index, i * TYPE_SIZE[v.vtype], TYPE_SIZE[v.vtype], &bits)
+        else:
+            memcpy(&bits, <char*> v.data + i * TYPE_SIZE[v.vtype], TYPE_SIZE[v.vtype])
         return bits_to_python(bits, v.vtype)
 
     def __setitem__(self, key, value):
@@ -569,7 +572,10 @@ cdef object to_numpy(ArrayBase a):
     cdef unsigned char[::1] dst
     if v.size:
         dst = out.view(np.uint8)
-        memcpy(&dst[0], v.data, v.size * TYPE_SIZE[v.vtype])
+        if on_device(a._index):
+            read_device(a._index, 0, v.size * TYPE_SIZE[v.vtype], &dst[0])
+        else:
+            memcpy(&dst[0], v.data, v.size * TYPE_SIZE[v.vtype])
     return out
 
 # ---- Python-visible op entry points (used by pbc's Python modules) ------------------------
@@ -640,8 +646,7 @@ def unfilled(cls, uint32_t size):
     that scatters then write in full (the targets of an evaluated call, when they cover
     every lane), which a fill would only make write twice."""
     cdef uint8_t vt = cls._vt_code
-    return wrap(cls._backend_code, vt, var_data(vt, size, mem_alloc(vt, size),
-                                                cls._backend_code))
+    return wrap(cls._backend_code, vt, var_buffer(vt, size, cls._backend_code))
 
 cdef uint32_t counter_var(uint32_t size, uint8_t backend) except 0:
     """New reference to 0, 1, ..., size-1 as UInt32 (the kernel's lane index). A counter of
@@ -657,7 +662,7 @@ def counter(cls, uint32_t size):
 
 def data_address(ArrayBase a):
     """Address of the evaluated buffer (evaluates, and waits for the kernel that writes it;
-    0 for literals)."""
+    0 for literals): on the device for arrays there (buffer_location)."""
     eval_for_host(a._index)
     return <uintptr_t> vars[a._index].data
 

@@ -49,6 +49,7 @@ cdef enum Flag:
     F_VN_SHARED = 32   # the numbered nodes anchored on this one are in the map
     F_FREE = 16        # the slot is on the free list
     F_EXTRA = 64       # has operands beyond dep[4], kept in extra_deps
+    F_DEVICE = 128     # data is device memory of the variable's backend (_rt_device.pxi)
 
 ctypedef struct Var:
     uint32_t dep[4]
@@ -442,7 +443,10 @@ cdef void release(uint32_t root) noexcept:
         v = &vars[i]
         vn_remove(i)
         if (v.flags & F_OWNS) and v.data != NULL:
-            mem_free(v.data, v.vtype, v.size)
+            if v.flags & F_DEVICE:
+                device_free(v.backend, v.data, v.vtype, v.size)
+            else:
+                mem_free(v.data, v.vtype, v.size)
         for k in range(4):
             d = v.dep[k]
             if d == 0:

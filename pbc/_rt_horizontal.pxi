@@ -140,10 +140,11 @@ cdef uint64_t reduce_memory(int op, uint8_t vt, void* p, int64_t n) except *:
     return r
 
 cdef uint32_t evaluated_copy_of(ArrayBase a) except 0:
-    """A new reference to a's variable as memory (literals are materialized)."""
+    """A new reference to a's variable as host memory (literals are materialized)."""
     eval_var(a._index)
     if vars[a._index].op == OP_LITERAL:
         return materialize(a._index)
+    to_host(a._index)
     inc_ext(a._index)
     return a._index
 
@@ -423,6 +424,7 @@ cdef uint32_t keys_source(ArrayBase selector, uint32_t* offset) except 0:
         if vars[b].op == OP_LITERAL and vars[a].op == OP_DATA and vars[a].size == v.size \
                 and not vars[a].flags & F_DIRTY:
             offset[0] = <uint32_t> vars[b].literal
+            to_host(a)
             inc_ext(a)
             return a
     offset[0] = 0

@@ -96,6 +96,8 @@ cdef uint32_t gather_var(uint32_t src, uint32_t ii, uint32_t im) except 0:
     return r
 
 cdef uint32_t copy_var(uint32_t i) except 0:
+    if on_device(i):
+        return copy_device_var(i)
     join_launches()
     cdef Var* v = &vars[i]
     cdef void* p = mem_alloc(v.vtype, v.size)

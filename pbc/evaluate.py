@@ -169,19 +169,19 @@ def _compile_ahead(groups, summaries, options):
 
 class _Run:
     """A group ready to launch: its compiled kernel, output buffers and parameters."""
-    __slots__ = ('be', 'entry', 'size', 'outputs', 'leaves', 'buffers', 'values', 'hit',
-                 'codegen_time', 'backend_time')
+    __slots__ = ('code', 'be', 'entry', 'size', 'outputs', 'leaves', 'buffers', 'values',
+                 'hit', 'codegen_time', 'backend_time')
 
     def free(self):
         for ptr, vt in zip(self.buffers, self.entry.layout.output_types):
-            _runtime.free_buffer(ptr, vt, self.size)
+            _runtime.free_buffer(ptr, vt, self.size, self.code)
         self.buffers = []
 
 
 def _prepare(backend_code, size, outputs, ids, summary, ahead, options, bits):
     """The group's _Run: its kernel from a cache or compiled now, its outputs allocated."""
     run = _Run()
-    run.be = be = _backend(backend_code)
+    run.code, run.be = backend_code, (be := _backend(backend_code))
     t0 = time.perf_counter()
     summary_key, run.leaves = summary or _runtime.group_summary(ids, size, outputs)
     key = _group_key(backend_code, size, summary_key, options)
@@ -204,7 +204,7 @@ def _prepare(backend_code, size, outputs, ids, summary, ahead, options, bits):
     run.entry, run.size, run.outputs, run.buffers = entry, size, outputs, []
     try:
         for vt in entry.layout.output_types:
-            run.buffers.append(_runtime.alloc(vt, size))
+            run.buffers.append(_runtime.alloc(vt, size, backend_code))
         run.values = entry.layout.param_values(run.leaves, run.buffers)
     except BaseException:
         run.free()
@@ -302,6 +302,16 @@ def sync_thread():
     """Waits until every launched kernel has finished (launches return while their kernel
     runs; reading an array's contents waits by itself)."""
     _runtime.sync()
+    for be in list(_backends.values()):
+        be.sync()
+
+
+def flush_malloc_cache():
+    """Returns the memory kept for reuse (host buffers, the devices' blocks) to the system."""
+    _runtime.flush_malloc_cache()
+    for be in list(_backends.values()):
+        if be.memory is not None:
+            be.memory.trim()
 
 
 def flush_kernel_cache():
@@ -313,5 +323,7 @@ def flush_kernel_cache():
 
 
 _runtime.set_eval_hook(eval_pending)
+_runtime.set_memory_hook(
+    lambda code, make: _backend(code).memory if make or code in _backends else None)
 # (a kernel still running at exit would read memory that the interpreter's teardown frees)
 atexit.register(_runtime.sync)

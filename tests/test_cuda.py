@@ -2,15 +2,18 @@
 
 No GPU runs these tests here. Three kinds of checks:
   - without PyCUDA, the first kernel says what is missing and nothing else is disturbed;
-  - with a stand-in for PyCUDA's driver whose "device" is separate host memory and whose
-    "GPU" runs each loaded kernel with the LLVM backend, every code path of the launcher
-    (contexts, loading, the memory pool, copies in and out, scatter write-back, the
-    parameter table) runs, and the results must equal NumPy's: what this cannot show is
-    that the PTX itself computes the same (ptxas checks it assembles: test_ptx.py);
+  - with a stand-in for PyCUDA's driver whose "device" is separate host memory (at
+    addresses the host cannot read), whose stream runs its work only when synchronized and
+    whose "GPU" runs each loaded kernel with the LLVM backend, every code path of the
+    launcher and of device memory (contexts, loading, the pool and its reuse, where arrays
+    live and when they move, the copies, the parameter table, DLPack) runs, and the results
+    must equal NumPy's: what this cannot show is that the PTX itself computes the same
+    (ptxas checks it assembles: test_ptx.py);
   - on a machine with a GPU (pbc.has_backend('cuda')), the same programs on the device.
 """
 
 import atexit
+import ctypes
 import sys
 import types
 
@@ -19,8 +22,10 @@ import pytest
 
 import pbc
 import pbc.cuda
-from pbc import evaluate
+from pbc import _runtime, evaluate
 from pbc.backend import cuda_jit, llvm_jit, ptx_render
+
+location = _runtime.buffer_location     # 'host', 'device' or 'none' (unevaluated)
 
 
 def reset():
@@ -60,32 +65,36 @@ def test_cuda_module_has_the_llvm_module_names():
 
 # ---- a stand-in for pycuda.driver ---------------------------------------------------------
 class FakeDriver(types.ModuleType):
-    """pycuda.driver's calls that cuda_jit makes. Device memory is host memory of its own
-    (padded as pbc's buffers are, since the LLVM kernels load whole vectors); a loaded
-    module's kernel runs through the LLVM backend on it."""
+    """pycuda.driver's calls that cuda_jit makes. Device memory is host memory of its own,
+    at addresses the host cannot dereference (non-canonical on x86-64: a host read of one
+    crashes, as it would with a GPU); a stream queues its work and runs it when synchronized,
+    as a device would run it later; a loaded module's kernel runs through the LLVM backend
+    on the device memory."""
 
     class Error(Exception):
         pass
 
+    class MemoryError(Error):
+        pass
+
     device_attribute = types.SimpleNamespace(MULTIPROCESSOR_COUNT='multiprocessors')
+    next_address = 0xD000_0000_0000_0000      # (shared: no two drivers' addresses meet)
 
     def __init__(self, kernels):
         super().__init__('pycuda.driver')
         self.kernels = kernels            # PTX text -> Kernel (recorded by the renderer)
-        self.memory = {}                  # address -> its bytes
+        self.blocks = {}                  # device address -> its host bytes
         self.allocations = 0
         self.depth = 0                    # of pushed contexts
         self.launches = []
+        self.downloads = []               # bytes per device-to-host copy
+        self.queue = []                   # the stream's work, not yet run
         driver = self
 
         class Context:
             @staticmethod
             def pop():
                 driver.depth -= 1
-
-            @staticmethod
-            def synchronize():
-                assert driver.depth > 0
 
         class PrimaryContext:
             def push(self):
@@ -109,7 +118,18 @@ class FakeDriver(types.ModuleType):
             def retain_primary_context(self):
                 return PrimaryContext()
 
-        self.Context, self.Device = Context, Device
+        class Stream:
+            def __init__(self):
+                assert driver.depth > 0
+                self.handle = 0x5000
+
+            def synchronize(self):
+                assert driver.depth > 0
+                work, driver.queue[:] = list(driver.queue), []
+                for run in work:
+                    run()
+
+        self.Context, self.Device, self.Stream = Context, Device, Stream
 
     def init(self):
         pass
@@ -123,18 +143,40 @@ class FakeDriver(types.ModuleType):
     def mem_alloc(self, nbytes):
         assert self.depth > 0
         self.allocations += 1
-        block = np.zeros(nbytes + 256, dtype=np.uint8)
+        block = np.zeros(nbytes + 256, dtype=np.uint8)      # (LLVM kernels load vectors)
         start = -block.ctypes.data % 64
-        address = block.ctypes.data + start
-        self.memory[address] = block[start:start + nbytes]
-        return _Allocation(address, block)
+        address = FakeDriver.next_address
+        FakeDriver.next_address += (nbytes + 4096) // 4096 * 4096
+        self.blocks[address] = block[start:start + nbytes + 128]    # (and 128 to spare)
+        return _Allocation(self, address)
 
-    def memcpy_htod(self, dest, src):
-        view = np.frombuffer(memoryview(src).cast('B'), dtype=np.uint8)
-        self.memory[int(dest)][:view.size] = view
+    def view(self, address, nbytes):
+        """The host bytes of device memory [address, address + nbytes)."""
+        base = max((a for a in self.blocks if a <= address), default=None)
+        assert base is not None and address + nbytes <= base + self.blocks[base].size - 128, \
+            'not device memory'
+        return self.blocks[base][address - base:address - base + nbytes]
 
-    def memcpy_dtoh(self, dest, src):
-        dest[...] = self.memory[int(src)][:dest.size]
+    def host_address(self, word):
+        """A kernel parameter: device addresses become the host addresses of their bytes."""
+        if word < 0xD000_0000_0000_0000:
+            return word
+        return self.view(word, 0).ctypes.data
+
+    def memcpy_htod_async(self, dest, src, stream):
+        assert self.depth > 0
+        staged = np.frombuffer(memoryview(src).cast('B'), dtype=np.uint8).copy()
+        self.queue.append(lambda: self.view(int(dest), staged.size).__setitem__(..., staged))
+
+    def memcpy_dtoh_async(self, dest, src, stream):
+        assert self.depth > 0
+        self.downloads.append(dest.size)
+        self.queue.append(lambda: dest.__setitem__(..., self.view(int(src), dest.size)))
+
+    def memcpy_dtod_async(self, dest, src, size, stream):
+        assert self.depth > 0
+        self.queue.append(lambda: self.view(int(dest), size).__setitem__(
+            ..., self.view(int(src), size)))
 
     def module_from_buffer(self, text, message_handler=None):
         assert self.depth > 0
@@ -146,14 +188,15 @@ class FakeDriver(types.ModuleType):
 
 
 class _Allocation:
-    def __init__(self, address, block):
-        self.address, self.block = address, block
+    def __init__(self, driver, address):
+        self.driver, self.address = driver, address
 
     def __int__(self):
         return self.address
 
     def free(self):
-        self.block = None
+        assert self.driver.depth > 0
+        del self.driver.blocks[self.address]
 
 
 class _Module:
@@ -174,14 +217,21 @@ class _Function:
     def prepare(self, signature):
         assert signature == 'QQ'
 
-    def prepared_call(self, grid, block, table, size):
-        assert self.driver.depth > 0 and grid[0] * block[0] >= 1
-        slots = self.driver.memory[int(table)].view(np.uint64)[:len(self.kernel.params)]
-        for slot, param in enumerate(self.kernel.params):   # device addresses only
-            assert param.kind in ('size', 'sink') or int(slots[slot]) in self.driver.memory
-        self.driver.launches.append((grid, block, int(size)))
-        llvm_jit.backend().launch(self.compiled.address, int(size), [int(v) for v in slots],
-                                  wait=True)
+    def prepared_async_call(self, grid, block, stream, table, size):
+        driver = self.driver
+        assert driver.depth > 0 and grid[0] * block[0] >= 1
+        driver.launches.append((grid, block, int(size)))
+
+        def run():
+            words = driver.view(int(table), 8 * len(self.kernel.params)).view(np.uint64)
+            for word, param in zip(words, self.kernel.params):
+                if param.kind == 'sink':
+                    assert word == 0                      # (PTX prints with vprintf)
+                elif param.kind != 'size':                # buffers: device addresses only
+                    assert word >= 0xD000_0000_0000_0000, param
+            llvm_jit.backend().launch(self.compiled.address, int(size),
+                                      [driver.host_address(int(w)) for w in words], wait=True)
+        driver.queue.append(run)
 
 
 @pytest.fixture
@@ -207,7 +257,8 @@ def fake_gpu(monkeypatch):
     if made is not None:
         made.close()                      # (what the interpreter's exit runs)
         atexit.unregister(made.close)
-        assert made.pool == {} and made.memory == {} and driver.depth == 0
+        assert made.memory.cached == made.memory.live == made.modules == {}
+        assert driver.blocks == {} and driver.queue == [] and driver.depth == 0
     reset()
 
 
@@ -253,6 +304,66 @@ def test_symbolic_loop_and_pool_reuse(fake_gpu):
     before = fake_gpu.allocations
     assert collatz(UInt32(1, 2, 3, 6, 7, 27)).numpy().tolist() == [0, 1, 7, 8, 16, 111]
     assert fake_gpu.allocations == before        # the second launch reused the pool's blocks
+
+
+def test_arrays_stay_on_the_device_between_kernels(fake_gpu):
+    from pbc.cuda import Float
+    xs = np.arange(1000, dtype=np.float32)
+    x = Float(xs)
+    assert location(x) == 'host'          # made on the host: moves when read
+    y = x * 2
+    pbc.eval(y)
+    assert location(x) == location(y) == 'device'
+    z = y + x
+    pbc.eval(z)
+    assert fake_gpu.downloads == []                  # nothing came back to the host
+    np.testing.assert_array_equal(z.numpy(), xs * 3)
+    assert fake_gpu.downloads == [4000] and location(z) == 'device'
+    assert z[999] == 2997 and fake_gpu.downloads[-1] == 4       # one element
+    assert pbc.sum(z)[0] == xs.sum() * 3             # a host reduction moves it back
+    assert location(z) == 'host'
+    np.testing.assert_array_equal((z - x).numpy(), xs * 2)
+    assert location(z) == 'device'
+
+
+def test_launches_do_not_wait_and_reused_blocks_keep_their_order(fake_gpu):
+    # The fake stream runs its work only when synchronized: a chain of kernels, each freeing
+    # its parameter table and intermediates at once for the next to reuse, must still give
+    # the right result, with one wait at the end.
+    from pbc.cuda import UInt32
+    x = pbc.arange(UInt32, 300)
+    for k in range(6):
+        x = x * 3 + k
+        pbc.eval(x)
+    assert fake_gpu.queue                             # launched, not run yet
+    want = np.arange(300, dtype=np.uint32)
+    for k in range(6):
+        want = want * 3 + k
+    np.testing.assert_array_equal(x.numpy(), want)
+    assert fake_gpu.queue == []
+
+
+def test_a_scatter_into_a_shared_device_array_copies_it_on_the_device(fake_gpu):
+    from pbc.cuda import Float, UInt32
+    a = Float(1, 2, 3, 4) + 0
+    pbc.eval(a)
+    b = Float(a)                                      # shares a's variable
+    pbc.scatter(b, Float(9), UInt32(2))
+    assert b.numpy().tolist() == [1, 2, 9, 4] and a.numpy().tolist() == [1, 2, 3, 4]
+    assert location(a) == location(b) == 'device'
+
+
+def test_device_memory_is_reused_and_trimmed(fake_gpu):
+    from pbc.cuda import Float
+    x = Float(np.ones(5000, dtype=np.float32))
+    (x * 2).numpy()
+    before = fake_gpu.allocations
+    (x * 3).numpy()                                   # the freed output block comes back
+    assert fake_gpu.allocations == before
+    pool = cuda_jit.backend().memory
+    assert pool.cached
+    pbc.flush_malloc_cache()
+    assert pool.cached == {} and len(fake_gpu.blocks) == len(pool.live)
 
 
 def test_a_kernel_the_driver_rejects_raises_with_its_log(fake_gpu, monkeypatch):
@@ -340,6 +451,83 @@ def test_one_eval_of_both_backends_with_the_same_trace(fake_gpu):
     assert c.numpy().tolist() == [8, 10, 12] and len(fake_gpu.launches) == 1
 
 
+# ---- DLPack and the CUDA Array Interface on the device -----------------------------------
+class _DLDevice(ctypes.Structure):
+    _fields_ = [('device_type', ctypes.c_int32), ('device_id', ctypes.c_int32)]
+
+
+class _DLTensor(ctypes.Structure):        # DLPack 0.x's layout, from its specification
+    _fields_ = [('data', ctypes.c_void_p), ('device', _DLDevice), ('ndim', ctypes.c_int32),
+                ('code', ctypes.c_uint8), ('bits', ctypes.c_uint8), ('lanes', ctypes.c_uint16),
+                ('shape', ctypes.POINTER(ctypes.c_int64)),
+                ('strides', ctypes.POINTER(ctypes.c_int64)), ('byte_offset', ctypes.c_uint64)]
+
+
+def _dl_tensor(capsule):
+    get = ctypes.pythonapi.PyCapsule_GetPointer
+    get.restype, get.argtypes = ctypes.c_void_p, [ctypes.py_object, ctypes.c_char_p]
+    return _DLTensor.from_address(get(capsule, b'dltensor'))
+
+
+class _Producer:
+    """A DLPack producer handing out a given capsule (as a CUDA library would)."""
+    def __init__(self, capsule, device=(2, 0)):
+        self.capsule, self.device, self.streams = capsule, device, []
+
+    def __dlpack__(self, stream=None, **_):
+        self.streams.append(stream)
+        return self.capsule
+
+    def __dlpack_device__(self):
+        return self.device
+
+
+def test_dlpack_capsules_describe_device_memory(fake_gpu):
+    from pbc.cuda import Float, UInt32
+    x = Float(np.arange(6, dtype=np.float32)) * 2
+    assert x.__dlpack_device__() == (2, 0)
+    capsule = x.__dlpack__()
+    t = _dl_tensor(capsule)
+    assert (t.device.device_type, t.device.device_id, t.ndim) == (2, 0, 1)
+    assert (t.code, t.bits, t.lanes, t.shape[0], t.strides[0]) == (2, 32, 1, 6, 1)
+    assert t.data == _runtime.device_address(x) and fake_gpu.queue == []     # ready
+    np.testing.assert_array_equal(fake_gpu.view(t.data, 24).view(np.float32),
+                                  np.arange(6) * 2)
+    pbc.scatter(x, Float(-1), UInt32(0))          # a later write copies first: the
+    assert fake_gpu.view(t.data, 4).view(np.float32)[0] == 0     # consumer's data stays
+    y = Float.from_dlpack(_Producer(capsule))
+    assert y.numpy().tolist() == [0, 2, 4, 6, 8, 10] and x[0] == -1
+    with pytest.raises(TypeError, match='unused DLPack capsule'):
+        Float.from_dlpack(_Producer(capsule))     # (taken already)
+    del capsule, t
+    u = pbc.cuda.UInt32.from_dlpack(_Producer(pbc.cuda.Int32(-1, 5).__dlpack__()))
+    assert u.numpy().tolist() == [2**32 - 1, 5]   # converted on the device
+
+
+def test_dlpack_import_checks_layout_and_device(fake_gpu):
+    from pbc.cuda import Float
+    y = Float(1, 2, 3) + 0
+    other = _runtime.dlpack_export(y, _runtime.device_address(y), 3, Float._vt_code, 2, 1)
+    with pytest.raises(BufferError, match='on CUDA device 1, pbc.cuda uses device 0'):
+        Float.from_dlpack(_Producer(other))
+    square = _Producer(np.ones((2, 2), dtype=np.float32).__dlpack__())   # (said on device)
+    with pytest.raises(BufferError, match=r'contiguous 1-D tensor, not one of shape \(2, 2\)'):
+        Float.from_dlpack(square)
+    producer = _Producer(np.arange(3, dtype=np.float32).__dlpack__(), device=(1, 0))
+    assert Float.from_dlpack(producer).numpy().tolist() == [0, 1, 2]    # host memory
+    assert pbc.llvm.Float.from_dlpack(np.ones(2)).numpy().tolist() == [1, 1]
+
+
+def test_cuda_array_interface(fake_gpu):
+    from pbc.cuda import UInt32
+    x = pbc.arange(UInt32, 5) * 7
+    cai = x.__cuda_array_interface__
+    assert cai['shape'] == (5,) and cai['typestr'] == '<u4' and cai['version'] == 3
+    np.testing.assert_array_equal(fake_gpu.view(cai['data'][0], 20).view(np.uint32),
+                                  np.arange(5) * 7)
+    assert not hasattr(pbc.llvm.UInt32(1), '__cuda_array_interface__')
+
+
 # ---- on a GPU -----------------------------------------------------------------------------
 on_gpu = pytest.mark.skipif(not pbc.has_backend('cuda'),
                             reason='needs PyCUDA, an NVIDIA driver and a GPU (none here)')
@@ -354,3 +542,25 @@ def test_on_the_gpu_arithmetic_and_scatters_match_numpy():
     target = pbc.zeros(Float, 4)
     pbc.scatter_reduce(pbc.ReduceOp.Add, target, Float(1, 2, 3), UInt32(0, 0, 3))
     assert target.numpy().tolist() == [3, 0, 0, 3]
+
+
+@on_gpu
+@pytest.mark.parametrize('program', [dispatch, random_walk, gradient, tables_and_masks])
+def test_on_the_gpu_programs_give_the_cpu_backends_results(program):
+    want, got = program(pbc.llvm), program(pbc.cuda)
+    want = want if isinstance(want, tuple) else (want,)
+    got = got if isinstance(got, tuple) else (got,)
+    for a, b in zip(want, got, strict=True):
+        np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-6)
+
+
+@on_gpu
+def test_on_the_gpu_arrays_stay_there_and_export_through_dlpack():
+    from pbc.cuda import Float
+    x = Float(np.arange(10_000, dtype=np.float32))
+    y = x * 2 + 1
+    pbc.eval(y)
+    assert location(x) == location(y) == 'device'
+    z = Float.from_dlpack(_Producer(y.__dlpack__()))
+    np.testing.assert_array_equal(z.numpy(), np.arange(10_000) * 2 + 1)
+    assert y.__cuda_array_interface__['data'][0] == _runtime.device_address(y)

@@ -1,12 +1,13 @@
 """The CUDA backend (pbc/backend/protocol.py): PTX from ptx_render.py, loaded and launched
 through PyCUDA's driver API.
 
-Memory stays where the runtime keeps it, in host buffers, which every other part of pbc
-reads; a launch mirrors them: it copies what the kernel reads to device memory, runs the
-kernel, and copies back what it wrote (its outputs and the buffers it scatters into),
-before returning. Device memory comes from a pool that reuses freed blocks by size, as the
-runtime's host buffer cache does. This first form is correct before it is fast: arrays
-living on the device between kernels are the next step.
+Arrays live in device memory (pbc/_rt_device.pxi): what the host makes moves there when a
+kernel first reads it, kernels write their outputs there, and the host copies out only what
+it reads (.numpy(), an element, the host-side reductions). Device memory comes from a pool
+that reuses freed blocks by size, as the runtime's host buffer cache does. Launches, copies
+and frees are queued on one stream in order, so a launch returns at once and a block freed
+while a kernel may still read it is reused only by work queued after that kernel; reading
+memory on the host waits for the stream.
 
 PyCUDA is an optional extra, imported here on first use. Without it, without a driver or
 without a device, making the backend raises CUDAUnavailable naming what is missing.
@@ -23,8 +24,6 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .. import _runtime
-from ..ops import TYPE_NAMES
 from . import ptx_render
 from .protocol import CompiledKernel
 
@@ -37,10 +36,9 @@ class CUDAUnavailable(RuntimeError):
 
 
 class Launchable(NamedTuple):
-    """A CUDA kernel's CompiledKernel.address, what `launch` gets: its prepared function
-    and what its launch copies."""
-    function: object
-    transfers: object       # Transfers
+    """A CUDA kernel's CompiledKernel.address, what `launch` gets."""
+    function: object        # the prepared kernel function
+    sinks: tuple            # parameter slots of print sinks: PTX prints with vprintf
 
 
 def driver():
@@ -67,38 +65,44 @@ class CUDABackend:
     def __init__(self, cuda, device=0):
         self.cuda = cuda
         self.device = cuda.Device(device)
+        self.ordinal = device
         self.context = self.device.retain_primary_context()
         # The kernel cache's key: the PTX text and what it is compiled for and by.
         self.machine_id = '|'.join([
             'sm_%d%d' % self.device.compute_capability(), f'driver {cuda.get_driver_version()}',
             f'pycuda cuda {cuda.get_version()}', ptx_render.TARGET, ptx_render.ISA])
+        self.lock = threading.RLock()
         with self.active():
             sms = self.device.get_attribute(cuda.device_attribute.MULTIPROCESSOR_COUNT)
+            self.stream = cuda.Stream()
         self.max_blocks = max(1, sms) * BLOCKS_PER_SM
-        self.memory = {}        # cache key -> (module, prepared function)
+        self.memory = DevicePool(self)
+        self.modules = {}       # cache key -> (module, prepared function)
         self.groups = {}        # trace group key -> CompiledKernel
-        self.pool = {}          # bytes -> [free device allocations]
-        self.lock = threading.RLock()
         atexit.register(self.close)
 
     def close(self):
-        """Frees the pool's device memory and drops the loaded modules while the context is
-        current (after that, as the interpreter exits, freeing them would fail)."""
+        """Waits for the device, frees its memory and drops the loaded modules while the
+        context is current (after that, as the interpreter exits, freeing them would fail).
+        Arrays still alive then lose their memory: nothing reads them any more."""
         with self.lock, self.active():
-            for blocks in self.pool.values():
-                for block in blocks:
-                    block.free()
-            self.pool.clear()
+            self.stream.synchronize()
+            self.memory.close()
             self.flush_memory_cache()
 
     @contextlib.contextmanager
     def active(self):
         """The device's primary context made current around a piece of work."""
-        self.context.push()
-        try:
-            yield
-        finally:
-            self.cuda.Context.pop()
+        with self.lock:
+            self.context.push()
+            try:
+                yield
+            finally:
+                self.cuda.Context.pop()
+
+    def sync(self):
+        with self.active():
+            self.stream.synchronize()
 
     # ---- compiling ----------------------------------------------------------------------
     def lookup(self, group_key):
@@ -108,14 +112,14 @@ class CUDABackend:
         return self.compile_many([(kernel, layout, group_key)])[0]
 
     def compile_many(self, jobs):
-        with self.lock, self.active():
+        with self.active():
             return [self._compile(*job) for job in jobs]
 
     def _compile(self, kernel, layout, group_key):
         text = ptx_render.render(kernel)
         key = hashlib.sha256(f'{self.machine_id}\n{text}'.encode()).hexdigest()[:32]
         hit, t0 = 'memory', time.perf_counter()
-        if key not in self.memory:
+        if key not in self.modules:
             hit = 'none'
             log = []
             try:
@@ -126,125 +130,113 @@ class CUDABackend:
                                    + ''.join(log).strip() + f'\n{text}') from None
             function = module.get_function('kernel')
             function.prepare('QQ')
-            self.memory[key] = (module, function)
-        entry = CompiledKernel(Launchable(self.memory[key][1], _transfers(kernel)), layout,
-                               key, kernel.ir_ops, kernel.uses('print'), text, hit,
+            self.modules[key] = (module, function)
+        sinks = tuple(slot for slot, p in enumerate(kernel.params) if p.kind == 'sink')
+        entry = CompiledKernel(Launchable(self.modules[key][1], sinks), layout, key,
+                               kernel.ir_ops, kernel.uses('print'), text, hit,
                                time.perf_counter() - t0, kernel.stats(), 0)
         self.groups[group_key] = entry
         return entry
 
     def flush_memory_cache(self):
-        self.memory.clear()
+        self.modules.clear()
         self.groups.clear()
-
-    # ---- memory -------------------------------------------------------------------------
-    def _alloc(self, nbytes):
-        nbytes = max(nbytes, 8)
-        free = self.pool.get(nbytes)
-        return free.pop() if free else self.cuda.mem_alloc(nbytes)
-
-    def _free(self, nbytes, block):
-        self.pool.setdefault(max(nbytes, 8), []).append(block)
 
     # ---- launching ----------------------------------------------------------------------
     def launch(self, address, size, params, serial=False, wait=True, threads=0):
-        self.launch_many([(address, size, params)], wait, threads)
+        # (a kernel that prints is waited for: the driver writes its output at that point)
+        self.launch_many([(address, size, params)], wait or serial, threads)
 
     def launch_many(self, kernels, wait=True, threads=0):
-        """Runs the kernels one after the other, each with its memory mirrored (see the
-        module's description); returns when all are done and copied back."""
-        with self.lock, self.active():
+        """Queues the kernels on the stream, in order; returns at once unless `wait`."""
+        with self.active():
             for launchable, size, params in kernels:
-                self._run(launchable, size, params)
+                if size:
+                    self._launch(launchable, size, params)
+            if wait:
+                self.stream.synchronize()
 
-    def _run(self, launchable, size, params):
-        if size == 0:
-            return
-        cuda = self.cuda
-        kinds = launchable.transfers
-        slots = np.array([0 if p is None else p for p in params], dtype=np.uint64)
-        device = []             # (host address, bytes, allocation, copy back)
+    def _launch(self, launchable, size, params):
+        """One launch: the parameter table (device addresses and element counts) goes to a
+        block of its own, read by the kernel through its first argument."""
+        table = np.array([0 if p is None else p for p in params], dtype=np.uint64)
+        table[list(launchable.sinks)] = 0
+        address = self.memory.alloc(table.nbytes)
         try:
-            for slot, nbytes, back in kinds.copies(params, size):
-                block = self._alloc(nbytes)
-                device.append((int(params[slot]), nbytes, block, back))
-                if not kinds.output(slot):
-                    cuda.memcpy_htod(block, _host(int(params[slot]), nbytes))
-                slots[slot] = int(block)
-            for slot in kinds.sinks:
-                slots[slot] = 0
-            table = self._alloc(slots.nbytes)
-            device.append((0, slots.nbytes, table, False))
-            cuda.memcpy_htod(table, slots)
+            self.memory.upload(address, table.ctypes.data, table.nbytes)
             blocks = min(self.max_blocks, -(-size // BLOCK))
-            launchable.function.prepared_call((blocks, 1), (BLOCK, 1, 1),
-                                              np.uint64(int(table)), np.uint64(size))
-            cuda.Context.synchronize()
-            for host, nbytes, block, back in device:
-                if back:
-                    cuda.memcpy_dtoh(_host(host, nbytes), block)
+            launchable.function.prepared_async_call(
+                (blocks, 1), (BLOCK, 1, 1), self.stream, np.uint64(address), np.uint64(size))
         finally:
-            for _, nbytes, block, _ in device:
-                self._free(nbytes, block)
+            self.memory.free(address, table.nbytes)   # (reused only by work queued later)
 
 
-class Transfers(NamedTuple):
-    """What a kernel's launch copies, from its parameters (pbc.kernel.Param): 'in' buffers
-    hold `size` values, 'in1' one, 'ptr' buffers as many as the next slot says, of the type
-    the kernel's gathers and scatters give them; 'out' buffers are copied back, and so are
-    the 'ptr' buffers the kernel scatters into."""
-    kinds: tuple            # per slot: Param.kind
-    types: tuple            # per slot: Param.type, for 'ptr' slots their elements' (or None)
-    written: frozenset      # 'ptr' slots that scatters write
+class DevicePool:
+    """The device's memory as the runtime uses it (protocol.DeviceMemory): blocks from
+    cuMemAlloc, kept for reuse by size once freed; copies queued on the backend's stream."""
 
-    @property
-    def sinks(self):
-        return [s for s, k in enumerate(self.kinds) if k == 'sink']
+    def __init__(self, backend):
+        self.backend, self.cuda, self.stream = backend, backend.cuda, backend.stream
+        self.live = {}          # address -> its allocation (pycuda DeviceAllocation)
+        self.cached = {}        # bytes -> [freed allocations of that size]
+        self.closed = False
 
-    def output(self, slot):
-        return self.kinds[slot] == 'out'
+    def alloc(self, nbytes):
+        with self.backend.active():
+            if self.closed:
+                raise RuntimeError('pbc.cuda: the CUDA backend was closed (at exit)')
+            blocks = self.cached.get(nbytes)
+            block = blocks.pop() if blocks else self._new(nbytes)
+            self.live[int(block)] = block
+            return int(block)
 
-    def copies(self, params, size):
-        """(slot, bytes, copy back) per buffer the kernel reads or writes."""
-        for slot, (kind, tname) in enumerate(zip(self.kinds, self.types)):
-            if kind in ('in', 'out'):
-                yield slot, size * _itemsize(tname), kind == 'out'
-            elif kind == 'in1':
-                yield slot, _itemsize(tname), False
-            elif kind == 'ptr':
-                if tname is None:
-                    raise RuntimeError(f'pbc.cuda: cannot tell the element type of the buffer '
-                                       f'in parameter {slot}, so it cannot be copied')
-                yield slot, int(params[slot + 1]) * _itemsize(tname), slot in self.written
+    def _new(self, nbytes):
+        try:
+            return self.cuda.mem_alloc(nbytes)
+        except self.cuda.MemoryError:
+            self.trim()                     # the cache's blocks may be of other sizes
+            try:
+                return self.cuda.mem_alloc(nbytes)
+            except self.cuda.MemoryError:
+                raise MemoryError(f'pbc.cuda: cannot allocate {nbytes} bytes of device '
+                                  'memory') from None
 
+    def free(self, address, nbytes):
+        with self.backend.lock:
+            block = self.live.pop(address, None)
+            if block is not None:           # (None: freed at close)
+                self.cached.setdefault(nbytes, []).append(block)
 
-def _transfers(kernel):
-    instrs = kernel.instrs
+    def upload(self, address, host_address, nbytes):
+        if nbytes:
+            with self.backend.active():
+                self.cuda.memcpy_htod_async(address, _host(host_address, nbytes), self.stream)
 
-    def slots(reg):
-        """The 'ptr' parameter slots a gather's or scatter's pointer may be."""
-        ins = instrs[reg]
-        if ins.op == 'ptr':
-            return [ins.slot]
-        return [instrs[p].slot for p in ins.args[1:]] if ins.op == 'lane_ptr' else []
+    def download(self, host_address, address, nbytes):
+        if nbytes:
+            with self.backend.active():
+                self.cuda.memcpy_dtoh_async(_host(host_address, nbytes), address, self.stream)
+                self.stream.synchronize()
 
-    element, written = {}, set()
-    for ins in instrs:
-        if ins.op == 'gather':
-            for slot in slots(ins.args[0]):
-                element.setdefault(slot, ins.type)
-        elif ins.op == 'scatter':
-            for slot in slots(ins.args[0]):
-                element.setdefault(slot, instrs[ins.args[1]].type)
-                written.add(slot)
-    types = tuple(element.get(slot) if p.kind == 'ptr' else p.type
-                  for slot, p in enumerate(kernel.params))
-    return Transfers(tuple(p.kind for p in kernel.params), types, frozenset(written))
+    def copy(self, dst, src, nbytes):
+        if nbytes:
+            with self.backend.active():
+                self.cuda.memcpy_dtod_async(dst, src, nbytes, self.stream)
 
+    def trim(self):
+        with self.backend.active():
+            self.stream.synchronize()       # (a cached block may still be read)
+            for blocks in self.cached.values():
+                for block in blocks:
+                    block.free()
+            self.cached.clear()
 
-def _itemsize(tname):
-    """Bytes per element of a runtime buffer of type `tname` (Bools are one byte)."""
-    return np.dtype(_runtime.NUMPY_DTYPES[TYPE_NAMES.index(tname)]).itemsize
+    def close(self):
+        self.trim()
+        for block in self.live.values():
+            block.free()
+        self.live.clear()
+        self.closed = True
 
 
 def _host(address, nbytes):
@@ -263,4 +255,3 @@ def backend():
         if _backend is None:
             _backend = CUDABackend(driver())
     return _backend
-

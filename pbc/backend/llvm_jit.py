@@ -155,6 +155,7 @@ class CompileError(RuntimeError):
 
 class LLVMBackend:
     name = 'llvm'
+    memory = None           # arrays live in the runtime's host buffers
 
     def __init__(self):
         llvm.initialize_native_target()
@@ -182,7 +183,7 @@ class LLVMBackend:
         self.machine_id = '|'.join([self.cpu, self.features, llvmlite.__version__,
                                     '.'.join(map(str, llvm.llvm_version_info)),
                                     str(config.CACHE_VERSION), str(self.width)])
-        self.memory = {}         # IR key -> (resource tracker, function address)
+        self.loaded = {}         # IR key -> (resource tracker, function address)
         self.groups = {}         # trace group key -> CompiledKernel
         self.disk = DiskCache(config.CACHE_DIR)
         self.counter = 0
@@ -193,7 +194,7 @@ class LLVMBackend:
 
     def flush_memory_cache(self):
         _runtime.sync()                 # (the kernel in flight runs code about to go)
-        self.memory.clear()
+        self.loaded.clear()
         self.groups.clear()
 
     def lanes(self, kernel):
@@ -254,7 +255,7 @@ class LLVMBackend:
         hits, times = ['memory'] * len(jobs), [0.0] * len(jobs)
         batches = {True: {}, False: {}}   # pipeline -> {cache key: job}, in job order
         for j, (_, short, key) in enumerate(rendered):
-            if key in self.memory or any(key in b for b in batches.values()):
+            if key in self.loaded or any(key in b for b in batches.values()):
                 continue
             t0 = time.perf_counter()
             obj = self.disk.load(key)
@@ -271,7 +272,7 @@ class LLVMBackend:
         entries = []
         for j, (kernel, layout, group_key) in enumerate(jobs):
             text, _, key = rendered[j]
-            entry = CompiledKernel(self.memory[key][1], layout, key, kernel.ir_ops,
+            entry = CompiledKernel(self.loaded[key][1], layout, key, kernel.ir_ops,
                                    kernel.uses('print'), text, hits[j], times[j],
                                    kernel.stats(), _thread_limit(kernel))
             self.groups[group_key] = entry
@@ -324,7 +325,7 @@ class LLVMBackend:
                 builder.export_symbol(name)
             tracker = builder.link(self.jit, f'pbc_kernel_{self.counter}')
         for key, name in symbols:
-            self.memory[key] = (tracker, tracker[name])
+            self.loaded[key] = (tracker, tracker[name])
 
     def _compile_object(self, texts, huge_block, short_pipeline):
         """One object of the kernels in `texts`: `kernel`, or kernel_0, kernel_1, ... for
@@ -374,6 +375,9 @@ class LLVMBackend:
 
     def launch(self, address, size, params, serial=False, wait=True, threads=0):
         _runtime.launch(address, size, params, serial, wait, threads)
+
+    def sync(self):
+        _runtime.sync()
 
     def launch_many(self, kernels, wait=True, threads=0):
         """Launches [(address, size, params)] as one job (they read nothing the others

@@ -9,6 +9,10 @@ launches it; its outputs then hold the results. A compiled form carries what eva
 kernel_history() read (CompiledKernel). A backend's module has `backend()`, which makes the
 backend on first use (or raises a RuntimeError saying why it cannot run here), and
 `_backend`, the one made so far or None.
+
+A backend whose arrays live on a device has a `memory` (DeviceMemory): the runtime keeps
+their buffers there (pbc/_rt_device.pxi) and passes device addresses in the parameters.
+The LLVM backend's `memory` is None: its arrays are the runtime's host buffers.
 """
 
 from typing import NamedTuple, Protocol, runtime_checkable
@@ -29,8 +33,33 @@ class CompiledKernel(NamedTuple):
 
 
 @runtime_checkable
+class DeviceMemory(Protocol):
+    """A device's memory, as the runtime uses it. Addresses are ints; every call is ordered
+    after the work queued before it, and a download returns once its data has arrived."""
+
+    def alloc(self, nbytes):
+        """The address of a new block of at least nbytes (reused blocks come first)."""
+
+    def free(self, address, nbytes):
+        """Gives back a block of alloc(nbytes); work queued before may still use it."""
+
+    def upload(self, address, host_address, nbytes):
+        """Copies nbytes of host memory to the device (the host memory may go at return)."""
+
+    def download(self, host_address, address, nbytes):
+        """Copies nbytes from the device to host memory, after the work queued before."""
+
+    def copy(self, dst, src, nbytes):
+        """Copies nbytes between two device blocks, after the work queued before."""
+
+    def trim(self):
+        """Returns the blocks kept for reuse to the driver."""
+
+
+@runtime_checkable
 class Backend(Protocol):
     name: str              # 'llvm', ...: Kernel assembly and kernel_history() use it
+    memory: object         # DeviceMemory, or None where arrays live in host memory
 
     def lookup(self, group_key):
         """The CompiledKernel of a trace group seen before, or None."""
@@ -47,6 +76,9 @@ class Backend(Protocol):
 
     def launch_many(self, kernels, wait=True, threads=0):
         """Runs [(address, size, params)] that read nothing the others write, as one job."""
+
+    def sync(self):
+        """Returns once every launched kernel has finished."""
 
     def flush_memory_cache(self):
         """Forgets compiled kernels held in memory (the disk cache stays)."""
