@@ -78,6 +78,7 @@ class FakeDriver(types.ModuleType):
         pass
 
     device_attribute = types.SimpleNamespace(MULTIPROCESSOR_COUNT='multiprocessors')
+    jit_option = types.SimpleNamespace(OPTIMIZATION_LEVEL='optimization level')
     next_address = 0xD000_0000_0000_0000      # (shared: no two drivers' addresses meet)
 
     def __init__(self, kernels):
@@ -178,8 +179,8 @@ class FakeDriver(types.ModuleType):
         self.queue.append(lambda: self.view(int(dest), size).__setitem__(
             ..., self.view(int(src), size)))
 
-    def module_from_buffer(self, text, message_handler=None):
-        assert self.depth > 0
+    def module_from_buffer(self, text, options=(), message_handler=None):
+        assert self.depth > 0 and options == [('optimization level', 4)]
         text = text.decode()
         if 'REJECT' in text:
             message_handler(False, '', 'ptxas application ptx input, line 3; error: REJECT')
@@ -430,7 +431,42 @@ def tables_and_masks(mod):
     return picked, wide, (i % 3) == 0
 
 
-@pytest.mark.parametrize('program', [dispatch, random_walk, gradient, tables_and_masks])
+def host_side_operations(mod):
+    """Results of the host's reductions, scans and compress feeding kernels, and kernels'
+    results feeding them (arrays move between host and device both ways)."""
+    x = (pbc.arange(mod.UInt32, 1000) * 7919) % 1009
+    big = x > 500
+    kept = pbc.gather(mod.UInt32, x, pbc.compress(big))
+    total = pbc.sum(kept) + pbc.count(big)
+    scan = pbc.prefix_sum(x) - total
+    target = pbc.zeros(mod.UInt32, 16)                  # a literal, then a buffer
+    pbc.scatter_reduce(pbc.ReduceOp.Add, target, 1, x % 16)
+    return scan, target, pbc.max(x) + pbc.min(kept)
+
+
+def evaluated_control_flow(mod):
+    """A loop and calls run one kernel at a time (each step reads a reduction, calls
+    partition their lanes and scatter into a result that every lane fills)."""
+    with pbc.scoped_set_flag(pbc.JitFlag.SymbolicLoops, False), \
+            pbc.scoped_set_flag(pbc.JitFlag.SymbolicCalls, False):
+        y = dispatch(mod)
+
+        @pbc.syntax
+        def halve(n):
+            steps = mod.UInt32(0)
+            while n > 1:
+                n = n // 2
+                steps += 1
+            return steps
+
+        return y, halve(mod.UInt32(1, 5, 1000, 70000))
+
+
+PROGRAMS = [dispatch, random_walk, gradient, tables_and_masks, host_side_operations,
+            evaluated_control_flow]
+
+
+@pytest.mark.parametrize('program', PROGRAMS)
 def test_programs_give_the_cpu_backends_results(fake_gpu, program):
     want, got = program(pbc.llvm), program(pbc.cuda)
     want = want if isinstance(want, tuple) else (want,)
@@ -545,7 +581,7 @@ def test_on_the_gpu_arithmetic_and_scatters_match_numpy():
 
 
 @on_gpu
-@pytest.mark.parametrize('program', [dispatch, random_walk, gradient, tables_and_masks])
+@pytest.mark.parametrize('program', PROGRAMS)
 def test_on_the_gpu_programs_give_the_cpu_backends_results(program):
     want, got = program(pbc.llvm), program(pbc.cuda)
     want = want if isinstance(want, tuple) else (want,)

@@ -124,7 +124,8 @@ class CUDABackend:
             log = []
             try:
                 module = self.cuda.module_from_buffer(
-                    text.encode(), message_handler=lambda ok, info, error: log.append(error))
+                    text.encode(), options=[(self.cuda.jit_option.OPTIMIZATION_LEVEL, 4)],
+                    message_handler=lambda ok, info, error: log.append(error))
             except self.cuda.Error as e:
                 raise RuntimeError(f'pbc.cuda: the driver rejected a generated kernel ({e}): '
                                    + ''.join(log).strip() + f'\n{text}') from None
