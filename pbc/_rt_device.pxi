@@ -100,8 +100,12 @@ cdef uint32_t copy_device_var(uint32_t i) except 0:
                        <size_t> n * TYPE_SIZE[vt])
     return c
 
-def buffer_location(ArrayBase a):
-    """'device' or 'host': where a's buffer is now ('none' for an unevaluated array)."""
-    if vars[a._index].op != OP_DATA:
+def variable_location(uint32_t i):
+    """'device' or 'host': where variable i's buffer is now ('none' if it has none)."""
+    if vars[i].op != OP_DATA:
         return 'none'
-    return 'device' if on_device(a._index) else 'host'
+    return 'device' if on_device(i) else 'host'
+
+def buffer_location(ArrayBase a):
+    """variable_location() of a's variable."""
+    return variable_location(a._index)

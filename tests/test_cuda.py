@@ -354,7 +354,7 @@ def test_a_scatter_into_a_shared_device_array_copies_it_on_the_device(fake_gpu):
     assert location(a) == location(b) == 'device'
 
 
-def test_device_memory_is_reused_and_trimmed(fake_gpu):
+def test_device_memory_is_reused_and_trimmed(fake_gpu, capsys):
     from pbc.cuda import Float
     x = Float(np.ones(5000, dtype=np.float32))
     (x * 2).numpy()
@@ -363,8 +363,14 @@ def test_device_memory_is_reused_and_trimmed(fake_gpu):
     assert fake_gpu.allocations == before
     pool = cuda_jit.backend().memory
     assert pool.cached
+    figures = pbc.whos(print_table=False)
+    assert figures['device_memory'] == pool.live_bytes >= 20000
+    assert figures['device_cached_memory'] == pool.cached_bytes > 0
+    pbc.whos()
+    assert 'evaluated (device)' in capsys.readouterr().out         # (x)
     pbc.flush_malloc_cache()
     assert pool.cached == {} and len(fake_gpu.blocks) == len(pool.live)
+    assert pbc.whos(print_table=False)['device_cached_memory'] == 0
 
 
 def test_a_kernel_the_driver_rejects_raises_with_its_log(fake_gpu, monkeypatch):

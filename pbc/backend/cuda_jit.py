@@ -180,6 +180,7 @@ class DevicePool:
         self.backend, self.cuda, self.stream = backend, backend.cuda, backend.stream
         self.live = {}          # address -> its allocation (pycuda DeviceAllocation)
         self.cached = {}        # bytes -> [freed allocations of that size]
+        self.live_bytes = self.cached_bytes = 0
         self.closed = False
 
     def alloc(self, nbytes):
@@ -187,8 +188,13 @@ class DevicePool:
             if self.closed:
                 raise RuntimeError('pbc.cuda: the CUDA backend was closed (at exit)')
             blocks = self.cached.get(nbytes)
-            block = blocks.pop() if blocks else self._new(nbytes)
+            if blocks:
+                block = blocks.pop()
+                self.cached_bytes -= nbytes
+            else:
+                block = self._new(nbytes)
             self.live[int(block)] = block
+            self.live_bytes += nbytes
             return int(block)
 
     def _new(self, nbytes):
@@ -207,6 +213,8 @@ class DevicePool:
             block = self.live.pop(address, None)
             if block is not None:           # (None: freed at close)
                 self.cached.setdefault(nbytes, []).append(block)
+                self.live_bytes -= nbytes
+                self.cached_bytes += nbytes
 
     def upload(self, address, host_address, nbytes):
         if nbytes:
@@ -231,12 +239,14 @@ class DevicePool:
                 for block in blocks:
                     block.free()
             self.cached.clear()
+            self.cached_bytes = 0
 
     def close(self):
         self.trim()
         for block in self.live.values():
             block.free()
         self.live.clear()
+        self.live_bytes = 0
         self.closed = True
 
 
