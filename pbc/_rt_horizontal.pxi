@@ -139,6 +139,13 @@ cdef uint64_t reduce_memory(int op, uint8_t vt, void* p, int64_t n) except *:
     free(job.part)
     return r
 
+# Reductions of device arrays run as kernels (pbc/device_reduce.py): (array, name) -> result
+cdef object device_reduce_hook = None
+
+def set_device_reduce_hook(fn):
+    global device_reduce_hook
+    device_reduce_hook = fn
+
 cdef uint32_t evaluated_copy_of(ArrayBase a) except 0:
     """A new reference to a's variable as host memory (literals are materialized)."""
     eval_var(a._index)
@@ -162,6 +169,8 @@ def reduce(ArrayBase a, str name):
         if op == R_MIN or op == R_MAX:
             raise ValueError(f'pbc.{name}: empty array')
         bits = scalar_bits({R_SUM: 0, R_PROD: 1, R_AND: -1, R_OR: 0}[op], vt)
+    elif DEVICE_MEMORY[a._backend]:
+        return device_reduce_hook(a, name)
     else:
         i = evaluated_copy_of(a)
         try:
@@ -257,6 +266,8 @@ def count_true(ArrayBase a):
     pass over its bytes, instead of a conversion to UInt32 and a sum)."""
     if a._vt != T_BOOL:
         raise TypeError('pbc.count(): needs a Bool array')
+    if DEVICE_MEMORY[a._backend] and len(a):
+        return device_reduce_hook(a, 'count')
     cdef uint32_t i = evaluated_copy_of(a) if len(a) else 0
     cdef int64_t n = vars[i].size if i else 0, nb = (n + RED_BLOCK - 1) // RED_BLOCK, b
     cdef uint64_t total = 0

@@ -321,10 +321,13 @@ def test_arrays_stay_on_the_device_between_kernels(fake_gpu):
     np.testing.assert_array_equal(z.numpy(), xs * 3)
     assert fake_gpu.downloads == [4000] and location(z) == 'device'
     assert z[999] == 2997 and fake_gpu.downloads[-1] == 4       # one element
-    assert pbc.sum(z)[0] == xs.sum() * 3             # a host reduction moves it back
-    assert location(z) == 'host'
-    np.testing.assert_array_equal((z - x).numpy(), xs * 2)
-    assert location(z) == 'device'
+    downloads = len(fake_gpu.downloads)
+    assert pbc.sum(z).numpy()[0] == xs.sum() * 3     # reduced on the device
+    assert location(z) == 'device' and fake_gpu.downloads[downloads:] == [4]
+    scan = pbc.prefix_sum(z)                          # a host scan moves it back
+    assert location(z) == location(scan) == 'host'
+    np.testing.assert_array_equal((z - x + scan).numpy(), xs * 2 + np.cumsum(xs * 3) - xs * 3)
+    assert location(z) == location(scan) == 'device'
 
 
 def test_launches_do_not_wait_and_reused_blocks_keep_their_order(fake_gpu):
@@ -342,6 +345,34 @@ def test_launches_do_not_wait_and_reused_blocks_keep_their_order(fake_gpu):
         want = want * 3 + k
     np.testing.assert_array_equal(x.numpy(), want)
     assert fake_gpu.queue == []
+
+
+@pytest.mark.parametrize('tname', ['Float', 'Float64', 'Int32', 'UInt32', 'Int64', 'Bool'])
+def test_reductions_of_device_arrays_run_as_kernels(fake_gpu, tname):
+    rng = np.random.default_rng(7)
+    for n in (1, 15, 16, 17, 255, 256, 257, 4099):
+        data = rng.integers(-50, 50, n)
+        if tname == 'Bool':
+            data = data > 30
+        elif tname.startswith('Float'):
+            data = data / 8
+            data[rng.integers(0, n, n // 5)] = np.nan          # (min and max ignore NaNs)
+        names = ('and', 'or') if tname == 'Bool' else ('sum', 'prod', 'min', 'max') + (
+            () if tname.startswith('Float') else ('and', 'or'))
+        for name in names:
+            want = _runtime.reduce(getattr(pbc.llvm, tname)(data), name).numpy()
+            device = getattr(pbc.cuda, tname)(data)
+            launches = len(fake_gpu.launches)
+            got = _runtime.reduce(device, name)       # (what pbc.sum etc. call)
+            assert type(got) is type(device) and len(got) == 1 and location(device) != 'host'
+            assert len(fake_gpu.launches) - launches == max(1, int(np.ceil(np.log(n) /
+                                                                            np.log(16))))
+            if name in ('sum', 'prod') and tname.startswith('Float'):
+                np.testing.assert_allclose(got.numpy(), want, rtol=1e-5, atol=0)
+            else:
+                np.testing.assert_array_equal(got.numpy(), want, err_msg=f'{name} {n}')
+        if tname == 'Bool':
+            assert pbc.count(pbc.cuda.Bool(data))[0] == data.sum()
 
 
 def test_a_scatter_into_a_shared_device_array_copies_it_on_the_device(fake_gpu):
