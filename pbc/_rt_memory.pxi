@@ -347,6 +347,36 @@ cdef class PrintSink:
     def __dealloc__(self):
         free(self.s.data)
 
+    @property
+    def limit(self):
+        """Rows kept at most."""
+        return self.s.limit
+
+    @property
+    def nvalues(self):
+        """Values per row."""
+        return self.s.nvalues
+
+    def store(self, rows, uint64_t count):
+        """Takes the rows a device captured (a (n, nvalues) uint64 array, n <= limit) and
+        the number of rows offered, as the kernel's capture on the host would have."""
+        cdef uint64_t n = rows.shape[0]
+        if n > self.s.limit or (n and rows.shape[1] != self.s.nvalues):
+            raise ValueError('pbc: captured rows do not fit the print sink')
+        rows = np.ascontiguousarray(rows, dtype=np.uint64)
+        cdef uint64_t* data = <uint64_t*> malloc(max(n * self.s.nvalues, 1) * sizeof(uint64_t))
+        if data == NULL:
+            raise MemoryError()
+        if n:
+            memcpy(data, <void*> <uintptr_t> rows.ctypes.data,
+                   n * self.s.nvalues * sizeof(uint64_t))
+        free(self.s.data)
+        self.s.data, self.s.cap, self.s.count = data, n, count
+
+def print_sink(uintptr_t address):
+    """The PrintSink of a kernel's 'sink' parameter value."""
+    return print_sinks[address]
+
 def print_capture_address():
     """Address of the function that kernels call to capture a print's values."""
     return pbc_print_capture_address()

@@ -24,7 +24,6 @@ class Instr(NamedTuple):
     extra: int = 0     # cast/bitcast: source type code; scatter: reduction code
     slot: int = -1     # parameter slot (load, load1, store, ptr: slot+1 holds its size;
                        # print: its sink)
-    text: str = ''     # print: a C printf format of its values (for device printf)
 
 
 # Instr from all its fields at once: tuple's own constructor, without the keyword handling
@@ -150,16 +149,6 @@ class Layout:
 STREAMING_LANES = 1 << 23
 FEW_LANES = 1 << 16
 
-_PRINTF = {'bool': '%d', 'int32': '%d', 'uint32': '%u', 'int64': '%lld', 'uint64': '%llu',
-           'float32': '%g', 'float64': '%g'}
-
-
-def _printf_format(types):
-    """One line of a print's values, for backends whose kernels print themselves (PTX's
-    vprintf); the LLVM backend captures the values for the host to format instead."""
-    return ' '.join(_PRINTF[t] for t in types) + '\n'
-
-
 # Ops whose result is uniform when all operands are (pure and elementwise).
 UNIFORM_OPS = frozenset(ARITY) - {'counter', 'load', 'ptr', 'lane_ptr', 'store', 'gather',
                                   'scatter', 'print', 'cast', 'bitcast', 'subgroup_any',
@@ -225,7 +214,7 @@ def assemble(backend, outputs, records, size, optimize_loops=True, merge_functio
             assert len(deps) == ARITY[op], (op, deps)
             args = tuple([reg_of[d] for d in deps]) if pos not in replaced else tuple(
                 [replaced[pos].get(i, reg_of[d]) for i, d in enumerate(deps)])
-            k.instrs.append(_instr((op, tname, args, lit, extra, -1, '')))
+            k.instrs.append(_instr((op, tname, args, lit, extra, -1)))
         elif op == 'data':
             if scalar or vsize == 1:
                 k.instrs.append(Instr(LOAD1, tname, slot=add_param('in1', tname, (pos, 0))))
@@ -239,8 +228,7 @@ def assemble(backend, outputs, records, size, optimize_loops=True, merge_functio
             k.instrs.append(Instr(op, 'ptr', tuple(reg_of[d] for d in deps)))
         elif op == 'print':
             args = tuple(reg_of[d] for d in deps)
-            k.instrs.append(Instr(op, tname, args, slot=add_param('sink', 'void', (pos, 0)),
-                                  text=_printf_format(k.instrs[a].type for a in args[1:])))
+            k.instrs.append(Instr(op, tname, args, slot=add_param('sink', 'void', (pos, 0))))
         elif op == 'loop_start':
             loop_of[pos] = len(k.loops)
             k.loops.append(Loop())
@@ -538,7 +526,7 @@ def _find_sharing(k):
     seen = [set() for _ in k.calls]
     size = [0] * len(k.calls)
     operand = shape.__getitem__
-    for reg, (op, tname, args, literal, extra, _, _) in enumerate(k.instrs):
+    for reg, (op, tname, args, literal, extra, _) in enumerate(k.instrs):
         if op == 'call_start':
             open_.append((literal, reg))
             # (a nested call_start's register as an operand: a value of its own)

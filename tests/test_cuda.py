@@ -14,6 +14,7 @@ No GPU runs these tests here. Three kinds of checks:
 
 import atexit
 import ctypes
+import io
 import sys
 import types
 
@@ -226,13 +227,45 @@ class _Function:
         def run():
             words = driver.view(int(table), 8 * len(self.kernel.params)).view(np.uint64)
             for word, param in zip(words, self.kernel.params):
-                if param.kind == 'sink':
-                    assert word == 0                      # (PTX prints with vprintf)
-                elif param.kind != 'size':                # buffers: device addresses only
+                if param.kind != 'size':                  # device addresses only
                     assert word >= 0xD000_0000_0000_0000, param
-            llvm_jit.backend().launch(self.compiled.address, int(size),
-                                      [driver.host_address(int(w)) for w in words], wait=True)
+            params = [driver.host_address(int(w)) for w in words]
+            sinks = {ins.slot: _Capture(driver, int(words[ins.slot]), len(ins.args) - 1)
+                     for ins in self.kernel.instrs if ins.op == 'print'}
+            for slot, capture in sinks.items():
+                params[slot] = ctypes.addressof(capture.sink)
+            llvm_jit.backend().launch(self.compiled.address, int(size), params,
+                                      serial=bool(sinks), wait=True)
+            for capture in sinks.values():
+                capture.finish()
         driver.queue.append(run)
+
+
+class _HostSink(ctypes.Structure):        # pbc/_print_capture.h's pbc_print_sink
+    _fields_ = [('count', ctypes.c_uint64), ('limit', ctypes.c_uint64),
+                ('cap', ctypes.c_uint64), ('nvalues', ctypes.c_uint32),
+                ('data', ctypes.POINTER(ctypes.c_uint64))]
+
+
+class _Capture:
+    """What ptx_render's op_print does to a device sink (a count, the rows kept, the rows),
+    done by the LLVM kernel's capture into a host sink and copied over, the lanes' rows in
+    reverse order (a GPU's rows arrive in any order; each lane's in its own order)."""
+
+    def __init__(self, driver, address, nvalues):
+        self.header = driver.view(address, 16).view(np.uint64)
+        self.rows = driver.view(address + 16, 8 * int(self.header[1]) * nvalues).view(np.uint64)
+        self.sink = _HostSink(count=0, limit=int(self.header[1]), cap=0, nvalues=nvalues)
+        self.nvalues = nvalues
+
+    def finish(self):
+        kept = min(self.sink.count, self.sink.limit)
+        if kept:
+            rows = np.ctypeslib.as_array(self.sink.data, shape=(kept, self.nvalues)).copy()
+            rows = rows[np.argsort(-rows[:, -1].astype(np.int64), kind='stable')]
+            self.rows[:rows.size] = rows.ravel()
+            ctypes.CDLL(None).free(self.sink.data)
+        self.header[0] += self.sink.count
 
 
 @pytest.fixture
@@ -402,6 +435,35 @@ def test_device_memory_is_reused_and_trimmed(fake_gpu, capsys):
     pbc.flush_malloc_cache()
     assert pool.cached == {} and len(fake_gpu.blocks) == len(pool.live)
     assert pbc.whos(print_table=False)['device_cached_memory'] == 0
+
+
+def printing(mod, out):
+    """Symbolic prints in a loop (several rows per lane) and in a call's targets."""
+    @pbc.syntax
+    def countdown(n):
+        while n > 0:
+            pbc.print('lane {thread_id}: {n}', n=n, file=out, limit=None)
+            n -= 1
+        return n
+
+    pbc.eval(countdown(mod.UInt32(2, 0, 3, 1)))
+    x = mod.Float(1.5, -2, 0.25)
+    pbc.switch(mod.UInt32(1, 0, 1), [lambda v: pbc.print('a {}', v, file=out) or v,
+                                     lambda v: pbc.print('b {} {}', v, v > 0, file=out) or v],
+               x).numpy()
+    pbc.print('{}', mod.Int64(-5, 7) * 3, file=out, mode='symbolic', limit=1)
+    pbc.eval()
+
+
+def test_symbolic_prints_are_captured_as_on_the_cpu(fake_gpu):
+    want, got = io.StringIO(), io.StringIO()
+    with pytest.warns(RuntimeWarning, match='only captured 1 of 2'):
+        printing(pbc.llvm, want)
+    with pytest.warns(RuntimeWarning, match='only captured 1 of 2'):
+        printing(pbc.cuda, got)
+    assert got.getvalue() == want.getvalue()
+    assert 'lane [0, 0, 2, 2, 2, 3]: [2, 1, 3, 2, 1, 1]' in got.getvalue()
+    assert fake_gpu.launches
 
 
 def test_a_kernel_the_driver_rejects_raises_with_its_log(fake_gpu, monkeypatch):

@@ -24,11 +24,13 @@ from typing import NamedTuple
 
 import numpy as np
 
+from .. import _runtime
 from . import ptx_render
 from .protocol import CompiledKernel
 
 BLOCK = 256                 # threads per block; the kernels loop over lanes (grid-stride)
 BLOCKS_PER_SM = 32          # enough blocks to fill the device and no more
+PRINT_ROWS = 1 << 16        # rows a print keeps without a limit, if it has fewer lanes
 
 
 class CUDAUnavailable(RuntimeError):
@@ -38,7 +40,7 @@ class CUDAUnavailable(RuntimeError):
 class Launchable(NamedTuple):
     """A CUDA kernel's CompiledKernel.address, what `launch` gets."""
     function: object        # the prepared kernel function
-    sinks: tuple            # parameter slots of print sinks: PTX prints with vprintf
+    sinks: tuple            # parameter slots of print sinks (the runtime's, on the host)
 
 
 def driver():
@@ -159,17 +161,51 @@ class CUDABackend:
 
     def _launch(self, launchable, size, params):
         """One launch: the parameter table (device addresses and element counts) goes to a
-        block of its own, read by the kernel through its first argument."""
+        block of its own, read by the kernel through its first argument. A kernel that
+        prints captures its rows into device sinks, handed to the runtime's afterwards."""
         table = np.array([0 if p is None else p for p in params], dtype=np.uint64)
-        table[list(launchable.sinks)] = 0
+        sinks = [DeviceSink(self.memory, _runtime.print_sink(params[slot]), size)
+                 for slot in launchable.sinks]
         address = self.memory.alloc(table.nbytes)
         try:
+            for slot, sink in zip(launchable.sinks, sinks):
+                table[slot] = sink.address
             self.memory.upload(address, table.ctypes.data, table.nbytes)
             blocks = min(self.max_blocks, -(-size // BLOCK))
             launchable.function.prepared_async_call(
                 (blocks, 1), (BLOCK, 1, 1), self.stream, np.uint64(address), np.uint64(size))
+            for sink in sinks:
+                sink.collect()
         finally:
             self.memory.free(address, table.nbytes)   # (reused only by work queued later)
+            for sink in sinks:
+                sink.free()
+
+
+class DeviceSink:
+    """A print's capture on the device (ptx_render's op_print): a 64-bit count of the rows
+    offered, the number of rows kept, then the rows. The kept rows (the first to arrive)
+    go to the runtime's sink once the kernel has run, which formats them in lane order."""
+
+    def __init__(self, memory, host, lanes):
+        self.memory, self.host = memory, host
+        self.rows = min(host.limit, max(lanes, PRINT_ROWS))
+        self.nbytes = 16 + 8 * self.rows * host.nvalues
+        self.address = memory.alloc(self.nbytes)
+        self.header = np.array([0, self.rows], dtype=np.uint64)
+        memory.upload(self.address, self.header.ctypes.data, self.header.nbytes)
+
+    def collect(self):
+        self.memory.download(self.header.ctypes.data, self.address, 16)    # (waits)
+        count = int(self.header[0])
+        rows = np.empty((min(count, self.rows), self.host.nvalues), dtype=np.uint64)
+        self.memory.download(rows.ctypes.data, self.address + 16, rows.nbytes)
+        self.host.store(rows, count)
+
+    def free(self):
+        if self.address is not None:
+            self.memory.free(self.address, self.nbytes)
+            self.address = None
 
 
 class DevicePool:

@@ -26,8 +26,6 @@ from ..ops import ARITY, CALL_OPS, COMPARISONS, LOOP_OPS, REDUCE_NAMES, TYPE_NAM
 # GPU. PTX ISA 7.0 knows sm_70 to sm_80.
 TARGET, ISA = 'sm_70', '7.0'
 HEADER = f'.version {ISA}\n.target {TARGET}\n.address_size 64\n'
-# CUDA's device printf: a format string and a buffer of C-vararg-packed values.
-VPRINTF = '.extern .func (.param .b32 rv) vprintf (.param .b64 fmt, .param .b64 args);'
 
 BITS = {'bool': 1, 'int32': 32, 'uint32': 32, 'int64': 64, 'uint64': 64,
         'float32': 32, 'float64': 64}
@@ -270,9 +268,10 @@ class _Renderer:
         self.entry = []        # before the lane loop
         self.body = []         # inside the lane loop
         self.offsets = set()   # byte sizes whose lane offsets the loop body needs
-        self.globals = {}      # module-scope declarations (print formats, vprintf, .funcs)
+        self.globals = {}      # module-scope declarations (.funcs of calls)
         self.literals = {}     # register -> the line that sets it (literals)
-        self.outer = []        # (body, decls) that a target interrupts
+        self.outer = []        # (body, decls, sinks) that a target interrupts
+        self.sinks = set()     # print sinks (%q registers) that the code rendered now uses
         self.targets = {}      # call number -> its rendered targets
 
     def ftz(self, tname):
@@ -588,8 +587,8 @@ class _Renderer:
                               f'{constant("uint32", key)};', f'  or.pred {p}, {p}, {q};']
         self.body.append(f'  and.pred {p}, {p}, {self.names[call.active]};')
         # The target's code goes into a function of its own: render it into a fresh body.
-        self.outer.append((self.body, self.decls))
-        self.body, self.decls = [], {}
+        self.outer.append((self.body, self.decls, self.sinks))
+        self.body, self.decls, self.sinks = [], {}, set()
 
     def op_call_arg(self, ins, r, reg):
         self.names[reg] = self.names[ins.args[0]]
@@ -601,9 +600,9 @@ class _Renderer:
         n, t = ins.literal, ins.extra
         call = self.k.calls[n]
         outs = [self.names[o] for res, o in zip(call.results, call.outputs[t]) if res >= 0]
-        body, decls = self.body, self.decls
-        self.body, self.decls = self.outer.pop()
-        self.targets[n].append((t, body, decls, outs))
+        body, decls, sinks = self.body, self.decls, self.sinks
+        self.body, self.decls, self.sinks = self.outer.pop()
+        self.targets[n].append((t, body, decls, outs, sinks))
 
     def op_call(self, ins, r, reg):
         n, call = ins.literal, self.k.calls[ins.literal]
@@ -612,9 +611,13 @@ class _Renderer:
         # the caller's values that any of them reads.
         args, literals = self.caller_values(sorted(set().union(
             *(call.inputs[t] for t, *_ in targets))))
+        # (and the sinks of the prints in them, which are parameters of the kernel)
+        sinks = sorted(set().union(*(target[-1] for target in targets)))
+        args += [(sink, 'b64') for sink in sinks]
+        self.sinks.update(sinks)
         results = [(res, self.k.instrs[res].type) for res in call.results if res >= 0]
         names = {}                                  # target -> its function's name
-        for t, body, decls, outs in targets:
+        for t, body, decls, outs, _ in targets:
             names[t] = f'{self.name}_C{n}_f{t}'
             self.globals[self.function(names[t], f'%C{n}_p{t}', args, literals + body,
                                        decls, results, outs)] = None
@@ -699,38 +702,31 @@ class _Renderer:
         pass                               # loaded from the call's return value
 
     def op_print(self, ins, r, reg):
-        """vprintf for each active lane (in no particular lane order, unlike the CPU)."""
-        data = ins.text.encode() + b'\0'
-        fmt = f'{self.name}_fmt{reg}'
-        self.globals[VPRINTF] = None
-        self.globals[f'.global .align 1 .b8 {fmt}[{len(data)}] = '
-                     f'{{{", ".join(map(str, data))}}};'] = None
-        b = self.body
-        b.append(f'  @!{self.names[ins.args[0]]} bra $L{reg}_skip;')
-        # C varargs: float -> double, Bool -> int, each aligned to its own size.
-        offset = 0
+        """Captures each active lane's values as a row of the print's device sink, as the
+        CPU's capture does (pbc/_print_capture.h): the sink holds a 64-bit count of the
+        rows offered, the number of rows it keeps, then the rows, each value's bits widened
+        to 64. Rows land in any order; the host sorts them by lane, the last value."""
+        sink, n, b = f'%q{ins.slot}', len(ins.args) - 1, self.body
+        self.sinks.add(sink)
+        for name, typ in (('row', 'b64'), ('cap', 'b64'), ('at', 'b64'), ('w', 'b64'),
+                          ('full', 'pred')):
+            self.decl(typ, f'{r}_{name}')
+        b += [f'  @!{self.names[ins.args[0]]} bra $L{reg}_skip;',
+              f'  atom.global.add.u64 {r}_row, [{sink}], 1;',
+              f'  ld.global.u64 {r}_cap, [{sink}+8];',
+              f'  setp.ge.u64 {r}_full, {r}_row, {r}_cap;',
+              f'  @{r}_full bra $L{reg}_skip;',
+              f'  mad.lo.u64 {r}_at, {r}_row, {8 * n}, {sink};']
         for k, arg in enumerate(ins.args[1:]):
             t, v = self.k.instrs[arg].type, self.names[arg]
-            size = 8 if t == 'float32' else (4 if t == 'bool' else BITS[t] // 8)
-            if t in ('float32', 'bool'):
-                self.decl(f'b{size * 8}', f'{r}_{k}')
-                b.append(f'  cvt.f64.f32 {r}_{k}, {v};' if t == 'float32' else
-                         f'  selp.u32 {r}_{k}, 1, 0, {v};')
-                v = f'{r}_{k}'
-            offset = -(-offset // size) * size
-            b.append(f'  st.local.b{size * 8} [pbuf{reg}+{offset}], {v};')
-            offset += size
-        self.decl('b64', f'{r}_f')
-        self.decl('b64', f'{r}_p')
-        if offset:
-            self.decls[f'.local .align 8 .b8 pbuf{reg}[{offset}];'] = None
-            b += [f'  mov.u64 {r}_p, pbuf{reg};', f'  cvta.local.u64 {r}_p, {r}_p;']
-        else:
-            b.append(f'  mov.u64 {r}_p, 0;')
-        b += [f'  mov.u64 {r}_f, {fmt};', f'  cvta.global.u64 {r}_f, {r}_f;',
-              '  {', '  .param .b64 fmt;', f'  st.param.b64 [fmt], {r}_f;',
-              '  .param .b64 args;', f'  st.param.b64 [args], {r}_p;', '  .param .b32 rv;',
-              '  call (rv), vprintf, (fmt, args);', '  }', f'$L{reg}_skip:']
+            if t == 'bool':
+                b.append(f'  selp.u64 {r}_w, 1, 0, {v};')
+            elif BITS[t] == 32:
+                b.append(f'  cvt.u64.u32 {r}_w, {v};')
+            else:
+                b.append(f'  mov.b64 {r}_w, {v};')
+            b.append(f'  st.global.u64 [{r}_at+{16 + 8 * k}], {r}_w;')
+        b.append(f'$L{reg}_skip:')
 
 
 def render_module(named_kernels):
