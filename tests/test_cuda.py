@@ -91,6 +91,7 @@ class FakeDriver(types.ModuleType):
         self.launches = []
         self.downloads = []               # bytes per device-to-host copy
         self.queue = []                   # the stream's work, not yet run
+        self.capacity = 1 << 30           # blocks the "device" holds at most
         driver = self
 
         class Context:
@@ -144,6 +145,8 @@ class FakeDriver(types.ModuleType):
 
     def mem_alloc(self, nbytes):
         assert self.depth > 0
+        if len(self.blocks) >= self.capacity:
+            raise self.MemoryError('cuMemAlloc failed: out of memory')
         self.allocations += 1
         block = np.zeros(nbytes + 256, dtype=np.uint8)      # (LLVM kernels load vectors)
         start = -block.ctypes.data % 64
@@ -464,6 +467,25 @@ def test_symbolic_prints_are_captured_as_on_the_cpu(fake_gpu):
     assert got.getvalue() == want.getvalue()
     assert 'lane [0, 0, 2, 2, 2, 3]: [2, 1, 3, 2, 1, 1]' in got.getvalue()
     assert fake_gpu.launches
+
+
+def test_out_of_device_memory_frees_the_cache_then_raises(fake_gpu):
+    from pbc.cuda import Float
+    small = Float(np.ones(1000, dtype=np.float32))
+    for k in range(3):
+        (small * k).numpy()                           # its output blocks, freed, kept
+    pool = cuda_jit.backend().memory
+    kept = max(pool.cached)                           # (the outputs' size)
+    fake_gpu.capacity = len(fake_gpu.blocks)          # the device is full
+    big = pbc.arange(Float, 50_000)
+    np.testing.assert_array_equal((big * 2).numpy(), np.arange(50_000) * 2)
+    assert kept not in pool.cached                    # given back to make room
+    pbc.flush_malloc_cache()
+    fake_gpu.capacity = len(fake_gpu.blocks)          # full, and nothing cached to give
+    with pytest.raises(MemoryError, match=r'pbc.cuda: cannot allocate \d+ bytes of device'):
+        (big * 3 + small[0]).numpy()
+    fake_gpu.capacity = 1 << 30
+    assert (big * 3)[7] == 21 and small[999] == 1    # nothing was left half done
 
 
 def test_a_kernel_the_driver_rejects_raises_with_its_log(fake_gpu, monkeypatch):
