@@ -139,12 +139,14 @@ cdef uint64_t reduce_memory(int op, uint8_t vt, void* p, int64_t n) except *:
     free(job.part)
     return r
 
-# Reductions of device arrays run as kernels (pbc/device_reduce.py): (array, name) -> result
-cdef object device_reduce_hook = None
+# Horizontal operations of device arrays with lanes run as kernels: the module
+# pbc/device_horizontal.py, with reduce(a, name), prefix_sum(a, inclusive, reverse) and
+# compress(mask) (set when pbc.cuda is imported)
+cdef object device_horizontal = None
 
-def set_device_reduce_hook(fn):
-    global device_reduce_hook
-    device_reduce_hook = fn
+def set_device_horizontal(module):
+    global device_horizontal
+    device_horizontal = module
 
 cdef uint32_t evaluated_copy_of(ArrayBase a) except 0:
     """A new reference to a's variable as host memory (literals are materialized)."""
@@ -170,7 +172,7 @@ def reduce(ArrayBase a, str name):
             raise ValueError(f'pbc.{name}: empty array')
         bits = scalar_bits({R_SUM: 0, R_PROD: 1, R_AND: -1, R_OR: 0}[op], vt)
     elif DEVICE_MEMORY[a._backend]:
-        return device_reduce_hook(a, name)
+        return device_horizontal.reduce(a, name)
     else:
         i = evaluated_copy_of(a)
         try:
@@ -219,6 +221,8 @@ def prefix_sum(ArrayBase a, bint inclusive, bint reverse):
     cdef uint8_t vt = a._vt
     if vt == T_BOOL:
         raise TypeError('pbc.prefix_sum: not defined for Bool arrays')
+    if DEVICE_MEMORY[a._backend] and len(a):
+        return device_horizontal.prefix_sum(a, inclusive, reverse)
     cdef uint32_t i = evaluated_copy_of(a)
     cdef int64_t n = vars[i].size, nb = (n + RED_BLOCK - 1) // RED_BLOCK
     cdef HJob job
@@ -267,7 +271,7 @@ def count_true(ArrayBase a):
     if a._vt != T_BOOL:
         raise TypeError('pbc.count(): needs a Bool array')
     if DEVICE_MEMORY[a._backend] and len(a):
-        return device_reduce_hook(a, 'count')
+        return device_horizontal.reduce(a, 'count')
     cdef uint32_t i = evaluated_copy_of(a) if len(a) else 0
     cdef int64_t n = vars[i].size if i else 0, nb = (n + RED_BLOCK - 1) // RED_BLOCK, b
     cdef uint64_t total = 0
@@ -295,6 +299,8 @@ def compress(ArrayBase mask):
     """UInt32 indices of the true lanes of a Bool array, in increasing order."""
     if mask._vt != T_BOOL:
         raise TypeError('pbc.compress: expects a Bool array')
+    if DEVICE_MEMORY[mask._backend] and len(mask):
+        return device_horizontal.compress(mask)
     cdef uint32_t i = evaluated_copy_of(mask)
     cdef int64_t n = vars[i].size, nb = (n + RED_BLOCK - 1) // RED_BLOCK, b, c, total = 0
     cdef HJob job

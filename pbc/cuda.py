@@ -3,7 +3,7 @@ same names as pbc.llvm's. Kernels on them are PTX, launched through PyCUDA
 (pbc/backend/cuda_jit.py); where that cannot run (no PyCUDA, driver or device), the first
 kernel raises an error that says what is missing, and `pbc.has_backend('cuda')` is false."""
 
-from . import device_reduce as _device_reduce  # noqa: F401  (reductions run as kernels)
+from . import device_horizontal as _horizontal  # noqa: F401  (reductions as kernels)
 from .backend_types import populate
 
 populate(__name__, 1)

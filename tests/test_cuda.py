@@ -360,10 +360,16 @@ def test_arrays_stay_on_the_device_between_kernels(fake_gpu):
     downloads = len(fake_gpu.downloads)
     assert pbc.sum(z).numpy()[0] == xs.sum() * 3     # reduced on the device
     assert location(z) == 'device' and fake_gpu.downloads[downloads:] == [4]
-    scan = pbc.prefix_sum(z)                          # a host scan moves it back
-    assert location(z) == location(scan) == 'host'
-    np.testing.assert_array_equal((z - x + scan).numpy(), xs * 2 + np.cumsum(xs * 3) - xs * 3)
+    scan = pbc.prefix_sum(z)                          # and scanned there
     assert location(z) == location(scan) == 'device'
+    np.testing.assert_array_equal((z - x + scan).numpy(), xs * 2 + np.cumsum(xs * 3) - xs * 3)
+    key = pbc.cuda.UInt32(z) % 7
+    pbc.eval(key)
+    groups = _runtime.partition(key, [0, 1, 2])       # (evaluated calls') runs on the host
+    assert location(key) == 'host' and location(groups[1]) == 'host'
+    np.testing.assert_array_equal(pbc.gather(Float, z, groups[1]).numpy(),
+                                  (xs * 3)[(xs * 3) % 7 == 1])
+    assert location(groups[1]) == 'device'
 
 
 def test_launches_do_not_wait_and_reused_blocks_keep_their_order(fake_gpu):
@@ -409,6 +415,28 @@ def test_reductions_of_device_arrays_run_as_kernels(fake_gpu, tname):
                 np.testing.assert_array_equal(got.numpy(), want, err_msg=f'{name} {n}')
         if tname == 'Bool':
             assert pbc.count(pbc.cuda.Bool(data))[0] == data.sum()
+
+
+@pytest.mark.parametrize('tname', ['Float', 'Float64', 'UInt32', 'Int64'])
+def test_prefix_sums_and_compress_of_device_arrays_run_as_kernels(fake_gpu, tname):
+    rng = np.random.default_rng(11)
+    for n in (1, 2, 16, 17, 256, 300, 4097):
+        data = rng.integers(0, 9, n)
+        if tname.startswith('Float'):
+            data = data / 4              # (sums of quarters: exact in any order)
+        cpu, device = getattr(pbc.llvm, tname)(data), getattr(pbc.cuda, tname)(data)
+        _runtime.device_address(device)                 # (moves it to the device)
+        for inclusive in (False, True):
+            for reverse in (False, True):
+                scan = pbc.cumsum if inclusive else pbc.prefix_sum
+                got, want = scan(device, reverse=reverse), scan(cpu, reverse=reverse)
+                np.testing.assert_array_equal(got.numpy(), want.numpy(), err_msg=f'{n}')
+                assert location(device) == 'device'       # (not moved to the host)
+                assert location(got) == 'device' or n == 1      # (1: a literal's buffer)
+        mask = device > 4
+        np.testing.assert_array_equal(pbc.compress(mask).numpy(), np.flatnonzero(data > 4))
+        assert location(mask) == 'device'
+    assert pbc.compress(pbc.cuda.Bool(False, False)).numpy().tolist() == []
 
 
 def test_a_scatter_into_a_shared_device_array_copies_it_on_the_device(fake_gpu):
