@@ -3,10 +3,12 @@
 # A variable's buffer lives in exactly one place. F_DEVICE says it is memory of its
 # backend's device, an address the host must never dereference; without it, it is host
 # memory from mem_alloc. What the host makes (arrays from Python data, literals filled in,
-# the results of host-side reductions) starts in host memory and moves to the device when a
+# the results of the lane partition) starts in host memory and moves to the device when a
 # kernel first reads it (to_device, from summarize); kernel outputs are allocated on the
 # device. The host reads device memory by copying out (read_device: .numpy(), an element) or
-# by moving the buffer back (to_host: the host-side reductions, which read it whole).
+# by moving the buffer back (to_host: for what runs on the host and reads it whole, the
+# lane partition of evaluated calls; reductions and scans of device arrays are kernels,
+# pbc/device_horizontal.py).
 #
 # The copies and allocations are the backend's (its `memory`: pbc/backend/protocol.py,
 # DeviceMemory), found through memory_hook, which makes the backend on first use. Device

@@ -323,7 +323,16 @@ def flush_kernel_cache():
 
 
 _runtime.set_eval_hook(eval_pending)
-_runtime.set_memory_hook(
-    lambda code, make: _backend(code).memory if make or code in _backends else None)
+
+
+def _memory(code, make, made=_backends):
+    """The DeviceMemory of backend `code` (the runtime's memory hook); with `make` false,
+    None unless the backend was made. (`made` is bound here: frees still come while the
+    interpreter tears this module down.)"""
+    be = _backend(code) if make else made.get(code)
+    return None if be is None else be.memory
+
+
+_runtime.set_memory_hook(_memory)
 # (a kernel still running at exit would read memory that the interpreter's teardown frees)
 atexit.register(_runtime.sync)
