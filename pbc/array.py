@@ -88,11 +88,14 @@ class FlatArray:
     @classmethod
     def from_dlpack(cls, obj):
         """A pbc array holding a copy of the contents of any DLPack producer: through
-        NumPy from host memory; for pbc.cuda's types, also from CUDA device memory (copied
-        on the device)."""
+        NumPy from host memory; from CUDA device memory through pbc.cuda (copied on the
+        device, and for pbc.llvm's types on to the host)."""
         device = obj.__dlpack_device__() if hasattr(obj, '__dlpack_device__') else None
-        if cls._backend_code == 0 or device is None or device[0] != _DL_CUDA:
+        if device is None or device[0] != _DL_CUDA:
             return cls(np.from_dlpack(obj))
+        if cls._backend_code == 0:
+            import pbc.cuda
+            return cls(getattr(pbc.cuda, cls.__name__).from_dlpack(obj).numpy())
         be = _device_backend(cls)
         tensor = _runtime.take_dlpack(obj.__dlpack__(stream=be.stream.handle))
         try:

@@ -701,6 +701,8 @@ def test_dlpack_import_checks_layout_and_device(fake_gpu):
     producer = _Producer(np.arange(3, dtype=np.float32).__dlpack__(), device=(1, 0))
     assert Float.from_dlpack(producer).numpy().tolist() == [0, 1, 2]    # host memory
     assert pbc.llvm.Float.from_dlpack(np.ones(2)).numpy().tolist() == [1, 1]
+    on_cpu = pbc.llvm.Float.from_dlpack(_Producer(y.__dlpack__()))      # (via the device)
+    assert type(on_cpu) is pbc.llvm.Float and on_cpu.numpy().tolist() == [1, 2, 3]
 
 
 def test_cuda_array_interface(fake_gpu):
