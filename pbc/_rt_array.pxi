@@ -430,10 +430,7 @@ cdef class ArrayBase:
         if v.op == OP_LITERAL:
             return bits_to_python(v.literal, v.vtype)
         cdef uint64_t bits = 0
-        if on_device(self._index):
-            read_device(self._index, i * TYPE_SIZE[v.vtype], TYPE_SIZE[v.vtype], &bits)
-        else:
-            memcpy(&bits, <char*> v.data + i * TYPE_SIZE[v.vtype], TYPE_SIZE[v.vtype])
+        read_bytes(self._index, i * TYPE_SIZE[v.vtype], TYPE_SIZE[v.vtype], &bits)
         return bits_to_python(bits, v.vtype)
 
     def __setitem__(self, key, value):
@@ -572,10 +569,7 @@ cdef object to_numpy(ArrayBase a):
     cdef unsigned char[::1] dst
     if v.size:
         dst = out.view(np.uint8)
-        if on_device(a._index):
-            read_device(a._index, 0, v.size * TYPE_SIZE[v.vtype], &dst[0])
-        else:
-            memcpy(&dst[0], v.data, v.size * TYPE_SIZE[v.vtype])
+        read_bytes(a._index, 0, v.size * TYPE_SIZE[v.vtype], &dst[0])
     return out
 
 # ---- Python-visible op entry points (used by pbc's Python modules) ------------------------

@@ -5,7 +5,7 @@
 # memory from mem_alloc. What the host makes (arrays from Python data, literals filled in,
 # the results of the lane partition) starts in host memory and moves to the device when a
 # kernel first reads it (to_device, from summarize); kernel outputs are allocated on the
-# device. The host reads device memory by copying out (read_device: .numpy(), an element) or
+# device. The host reads device memory by copying out (read_bytes: .numpy(), an element) or
 # by moving the buffer back (to_host: for what runs on the host and reads it whole, the
 # lane partition of evaluated calls; reductions and scans of device arrays are kernels,
 # pbc/device_horizontal.py).
@@ -39,6 +39,13 @@ cdef void* buffer_alloc(uint8_t be, uint8_t vt, size_t n) except NULL:
         return mem_alloc(vt, n)
     return <void*> <uintptr_t> memory_of(be).alloc(buffer_bytes(vt, n))
 
+cdef void buffer_free(uint8_t be, void* p, uint8_t vt, size_t n) noexcept:
+    """Gives back a buffer of buffer_alloc(be, vt, n)."""
+    if DEVICE_MEMORY[be]:
+        device_free(be, p, vt, n)
+    else:
+        mem_free(p, vt, n)
+
 cdef void device_free(uint8_t be, void* p, uint8_t vt, size_t n) noexcept:
     # (frees come in the middle of graph updates: an error here is reported, not raised)
     m = memory_hook(be, False)
@@ -51,6 +58,12 @@ cdef uint32_t var_buffer(uint8_t vt, uint32_t n, uint8_t be) except 0:
     if DEVICE_MEMORY[be]:
         vars[i].flags |= F_DEVICE
     return i
+
+cdef void place_for_kernel(uint32_t i) except *:
+    """Moves the buffer of evaluated variable i to the device if its backend keeps arrays
+    there and it is on the host: where a kernel of its backend reads it."""
+    if DEVICE_MEMORY[vars[i].backend] and not on_device(i):
+        to_device(i)
 
 cdef void to_device(uint32_t i) except *:
     """Moves the host buffer of variable i (of a device backend) to the device."""
@@ -88,11 +101,14 @@ cdef void to_host(uint32_t i) except *:
     v.data = p
     v.flags &= ~F_DEVICE
 
-cdef void read_device(uint32_t i, size_t offset, size_t nbytes, void* dst) except *:
-    """Copies nbytes from offset `offset` of variable i's device buffer to host `dst`
-    (waits for the kernels that write it)."""
-    memory_of(vars[i].backend).download(<uintptr_t> dst,
-                                        <uintptr_t> vars[i].data + offset, nbytes)
+cdef void read_bytes(uint32_t i, size_t offset, size_t nbytes, void* dst) except *:
+    """Copies nbytes from offset `offset` of evaluated variable i's buffer to host `dst`
+    (from the device, waiting for the kernels that write it, if it is there)."""
+    if on_device(i):
+        memory_of(vars[i].backend).download(<uintptr_t> dst,
+                                            <uintptr_t> vars[i].data + offset, nbytes)
+    else:
+        memcpy(dst, <char*> vars[i].data + offset, nbytes)
 
 cdef uint32_t copy_device_var(uint32_t i) except 0:
     """A new variable holding a copy of device-resident variable i (copied on the device)."""

@@ -114,13 +114,15 @@ cdef class DLPackTensor:
     cdef readonly object type             # pbc's element type name, or None if it has none
 
     def release(self):
+        self.give_back()
+
+    def __dealloc__(self):
+        self.give_back()
+
+    cdef void give_back(self) noexcept:
         if self.m != NULL and self.m.deleter != NULL:
             self.m.deleter(self.m)
         self.m = NULL
-
-    def __dealloc__(self):
-        if self.m != NULL and self.m.deleter != NULL:
-            self.m.deleter(self.m)
 
 def take_dlpack(capsule):
     """The DLPackTensor of a "dltensor" capsule, which it takes from its producer."""
@@ -146,8 +148,7 @@ def device_address(ArrayBase a):
     """The address of a's buffer on its backend's device, where it is moved if it is on the
     host (evaluates; literals get a buffer)."""
     make_opaque(a)
-    if not on_device(a._index):
-        to_device(a._index)
+    place_for_kernel(a._index)
     return <uintptr_t> vars[a._index].data
 
 def device_copy_in(uint8_t be, str type_name, uintptr_t address, uint32_t n):

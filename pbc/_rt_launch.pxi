@@ -223,14 +223,12 @@ cdef object summarize(vector[uint32_t]& roots, uint32_t size, list outputs,
         w = v.op | (<uint64_t> v.vtype << 8) | (<uint64_t> v.extra << 16)
         if v.op == OP_DATA:
             w |= <uint64_t> (v.size == size and size != 1) << 24
-            if DEVICE_MEMORY[v.backend] and not on_device(i):
-                to_device(i)
-                v = &vars[i]
+            place_for_kernel(i)
+            v = &vars[i]
             leaves.append((p, <uintptr_t> v.data, v.size))
         elif v.op == OP_PTR:
-            if DEVICE_MEMORY[v.backend] and not on_device(v.dep[0]):
-                to_device(v.dep[0])
-                v = &vars[i]
+            place_for_kernel(v.dep[0])
+            v = &vars[i]
             t = &vars[v.dep[0]]
             leaves.append((p, <uintptr_t> t.data, t.size))
         else:
@@ -335,10 +333,7 @@ def alloc(int vt, uint32_t n, uint8_t backend):
     return <uintptr_t> buffer_alloc(backend, vt, n)
 
 def free_buffer(uintptr_t p, int vt, uint32_t n, uint8_t backend):
-    if DEVICE_MEMORY[backend]:
-        device_free(backend, <void*> p, vt, n)
-    else:
-        mem_free(<void*> p, vt, n)
+    buffer_free(backend, <void*> p, vt, n)
 
 def become_evaluated(uint32_t i, uintptr_t data):
     """Variable i now lives in `data` (owned; from alloc()): it drops its expression and
