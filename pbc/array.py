@@ -97,7 +97,7 @@ class FlatArray:
             import pbc.cuda
             return cls(getattr(pbc.cuda, cls.__name__).from_dlpack(obj).numpy())
         be = _device_backend(cls)
-        tensor = _runtime.take_dlpack(obj.__dlpack__(stream=be.stream.handle))
+        tensor = _runtime.take_dlpack(obj.__dlpack__(stream=be.stream))
         try:
             if tensor.device_id != be.ordinal:
                 raise BufferError(f'pbc.cuda: the tensor is on CUDA device '

@@ -1,55 +1,54 @@
 """pbc.cuda: the CUDA backend's types and launcher (pbc/backend/cuda_jit.py).
 
-No GPU runs these tests here. Three kinds of checks:
-  - without PyCUDA, the first kernel says what is missing and nothing else is disturbed;
-  - with a stand-in for PyCUDA's driver whose "device" is separate host memory (at
-    addresses the host cannot read), whose stream runs its work only when synchronized and
-    whose "GPU" runs each loaded kernel with the LLVM backend, every code path of the
-    launcher and of device memory (contexts, loading, the pool and its reuse, where arrays
-    live and when they move, the copies, the parameter table, DLPack) runs, and the results
-    must equal NumPy's: what this cannot show is that the PTX itself computes the same
-    (ptxas checks it assembles: test_ptx.py);
+Three kinds of checks:
+  - without the CUDA driver, the first kernel says what is missing and nothing else is
+    disturbed;
+  - with the stand-in driver of tests/cuda_standin.py, whose "device" is separate host
+    memory (at addresses the host cannot read), whose stream runs its work only when
+    synchronized and whose "GPU" runs each loaded kernel with the LLVM backend, every code
+    path of the launcher and of device memory (contexts, loading, the pool and its reuse,
+    where arrays live and when they move, the copies, the parameter table, DLPack) runs, and
+    the results must equal NumPy's: what this cannot show is that the PTX itself computes
+    the same (ptxas checks it assembles: test_ptx.py);
   - on a machine with a GPU (pbc.has_backend('cuda')), the same programs on the device.
 """
 
-import atexit
 import ctypes
 import io
-import sys
-import types
 
+import cuda_standin
 import numpy as np
 import pytest
 
 import pbc
 import pbc.cuda
 from pbc import _runtime, evaluate
-from pbc.backend import cuda_jit, llvm_jit, ptx_render
+from pbc.backend import cuda_jit
 
 location = _runtime.buffer_location     # 'host', 'device' or 'none' (unevaluated)
 
 
-def reset():
-    cuda_jit._backend = None
-    evaluate._backends.pop(1, None)
-
-
 @pytest.fixture
-def no_pycuda(monkeypatch):
-    monkeypatch.setitem(sys.modules, 'pycuda', None)
-    monkeypatch.setitem(sys.modules, 'pycuda.driver', None)
-    reset()
+def no_driver(monkeypatch):
+    """No CUDA driver to load (the backend made before, if any, is put back after)."""
+    saved = cuda_jit._backend, evaluate._backends.pop(1, None)
+    monkeypatch.setattr(pbc.config, 'LIBCUDA', '/nonexistent/libcuda.so.1')
+    cuda_jit._backend = None
     yield
-    reset()
+    cuda_jit._backend = saved[0]
+    evaluate._backends.pop(1, None)
+    if saved[1] is not None:
+        evaluate._backends[1] = saved[1]
 
 
-def test_without_pycuda_the_first_kernel_says_what_is_missing(no_pycuda):
+def test_without_a_driver_the_first_kernel_says_what_is_missing(no_driver):
     from pbc.llvm import Float
     assert not pbc.has_backend('cuda')
     x = pbc.cuda.Float(1, 2, 3)
     y = x * 2 + 1
     for _ in range(2):                    # (and again: nothing was left half done)
-        with pytest.raises(cuda_jit.CUDAUnavailable, match=r"needs PyCUDA \(pip install"):
+        with pytest.raises(cuda_jit.CUDAUnavailable,
+                           match=r'needs the NVIDIA driver \(libcuda.so.1\)'):
             y.numpy()
     assert x.numpy().tolist() == [1, 2, 3]
     assert (Float(1, 2) * 3).numpy().tolist() == [3, 6]      # the CPU backend goes on
@@ -64,239 +63,18 @@ def test_cuda_module_has_the_llvm_module_names():
         pbc.cuda.Float(1) + pbc.llvm.Float(1)
 
 
-# ---- a stand-in for pycuda.driver ---------------------------------------------------------
-class FakeDriver(types.ModuleType):
-    """pycuda.driver's calls that cuda_jit makes. Device memory is host memory of its own,
-    at addresses the host cannot dereference (non-canonical on x86-64: a host read of one
-    crashes, as it would with a GPU); a stream queues its work and runs it when synchronized,
-    as a device would run it later; a loaded module's kernel runs through the LLVM backend
-    on the device memory."""
-
-    class Error(Exception):
-        pass
-
-    class MemoryError(Error):
-        pass
-
-    device_attribute = types.SimpleNamespace(MULTIPROCESSOR_COUNT='multiprocessors')
-    jit_option = types.SimpleNamespace(OPTIMIZATION_LEVEL='optimization level')
-    next_address = 0xD000_0000_0000_0000      # (shared: no two drivers' addresses meet)
-
-    def __init__(self, kernels):
-        super().__init__('pycuda.driver')
-        self.kernels = kernels            # PTX text -> Kernel (recorded by the renderer)
-        self.blocks = {}                  # device address -> its host bytes
-        self.allocations = 0
-        self.depth = 0                    # of pushed contexts
-        self.launches = []
-        self.downloads = []               # bytes per device-to-host copy
-        self.queue = []                   # the stream's work, not yet run
-        self.capacity = 1 << 30           # blocks the "device" holds at most
-        driver = self
-
-        class Context:
-            @staticmethod
-            def pop():
-                driver.depth -= 1
-
-        class PrimaryContext:
-            def push(self):
-                driver.depth += 1
-
-        class Device:
-            @staticmethod
-            def count():
-                return 1
-
-            def __init__(self, n):
-                assert n == 0
-
-            def compute_capability(self):
-                return (9, 0)
-
-            def get_attribute(self, attr):
-                assert driver.depth > 0 and attr == 'multiprocessors'
-                return 2
-
-            def retain_primary_context(self):
-                return PrimaryContext()
-
-        class Stream:
-            def __init__(self):
-                assert driver.depth > 0
-                self.handle = 0x5000
-
-            def synchronize(self):
-                assert driver.depth > 0
-                work, driver.queue[:] = list(driver.queue), []
-                for run in work:
-                    run()
-
-        self.Context, self.Device, self.Stream = Context, Device, Stream
-
-    def init(self):
-        pass
-
-    def get_driver_version(self):
-        return 12040
-
-    def get_version(self):
-        return (12, 4, 0)
-
-    def mem_alloc(self, nbytes):
-        assert self.depth > 0
-        if len(self.blocks) >= self.capacity:
-            raise self.MemoryError('cuMemAlloc failed: out of memory')
-        self.allocations += 1
-        block = np.zeros(nbytes + 256, dtype=np.uint8)      # (LLVM kernels load vectors)
-        start = -block.ctypes.data % 64
-        address = FakeDriver.next_address
-        FakeDriver.next_address += (nbytes + 4096) // 4096 * 4096
-        self.blocks[address] = block[start:start + nbytes + 128]    # (and 128 to spare)
-        return _Allocation(self, address)
-
-    def view(self, address, nbytes):
-        """The host bytes of device memory [address, address + nbytes)."""
-        base = max((a for a in self.blocks if a <= address), default=None)
-        assert base is not None and address + nbytes <= base + self.blocks[base].size - 128, \
-            'not device memory'
-        return self.blocks[base][address - base:address - base + nbytes]
-
-    def host_address(self, word):
-        """A kernel parameter: device addresses become the host addresses of their bytes."""
-        if word < 0xD000_0000_0000_0000:
-            return word
-        return self.view(word, 0).ctypes.data
-
-    def memcpy_htod_async(self, dest, src, stream):
-        assert self.depth > 0
-        staged = np.frombuffer(memoryview(src).cast('B'), dtype=np.uint8).copy()
-        self.queue.append(lambda: self.view(int(dest), staged.size).__setitem__(..., staged))
-
-    def memcpy_dtoh_async(self, dest, src, stream):
-        assert self.depth > 0
-        self.downloads.append(dest.size)
-        self.queue.append(lambda: dest.__setitem__(..., self.view(int(src), dest.size)))
-
-    def memcpy_dtod_async(self, dest, src, size, stream):
-        assert self.depth > 0
-        self.queue.append(lambda: self.view(int(dest), size).__setitem__(
-            ..., self.view(int(src), size)))
-
-    def module_from_buffer(self, text, options=(), message_handler=None):
-        assert self.depth > 0 and options == [('optimization level', 4)]
-        text = text.decode()
-        if 'REJECT' in text:
-            message_handler(False, '', 'ptxas application ptx input, line 3; error: REJECT')
-            raise self.Error('cuModuleLoadDataEx failed: a PTX JIT compilation failed')
-        return _Module(self, self.kernels[text])
-
-
-class _Allocation:
-    def __init__(self, driver, address):
-        self.driver, self.address = driver, address
-
-    def __int__(self):
-        return self.address
-
-    def free(self):
-        assert self.driver.depth > 0
-        del self.driver.blocks[self.address]
-
-
-class _Module:
-    def __init__(self, driver, kernel):
-        self.driver, self.kernel = driver, kernel
-
-    def get_function(self, name):
-        assert name == 'kernel'
-        return _Function(self.driver, self.kernel)
-
-
-class _Function:
-    def __init__(self, driver, kernel):
-        self.driver, self.kernel = driver, kernel
-        be = llvm_jit.backend()
-        self.compiled = be.compile(kernel, None, ('fake cuda', id(kernel)))
-
-    def prepare(self, signature):
-        assert signature == 'QQ'
-
-    def prepared_async_call(self, grid, block, stream, table, size):
-        driver = self.driver
-        assert driver.depth > 0 and grid[0] * block[0] >= 1
-        driver.launches.append((grid, block, int(size)))
-
-        def run():
-            words = driver.view(int(table), 8 * len(self.kernel.params)).view(np.uint64)
-            for word, param in zip(words, self.kernel.params):
-                if param.kind != 'size':                  # device addresses only
-                    assert word >= 0xD000_0000_0000_0000, param
-            params = [driver.host_address(int(w)) for w in words]
-            sinks = {ins.slot: _Capture(driver, int(words[ins.slot]), len(ins.args) - 1)
-                     for ins in self.kernel.instrs if ins.op == 'print'}
-            for slot, capture in sinks.items():
-                params[slot] = ctypes.addressof(capture.sink)
-            llvm_jit.backend().launch(self.compiled.address, int(size), params,
-                                      serial=bool(sinks), wait=True)
-            for capture in sinks.values():
-                capture.finish()
-        driver.queue.append(run)
-
-
-class _HostSink(ctypes.Structure):        # pbc/_print_capture.h's pbc_print_sink
-    _fields_ = [('count', ctypes.c_uint64), ('limit', ctypes.c_uint64),
-                ('cap', ctypes.c_uint64), ('nvalues', ctypes.c_uint32),
-                ('data', ctypes.POINTER(ctypes.c_uint64))]
-
-
-class _Capture:
-    """What ptx_render's op_print does to a device sink (a count, the rows kept, the rows),
-    done by the LLVM kernel's capture into a host sink and copied over, the lanes' rows in
-    reverse order (a GPU's rows arrive in any order; each lane's in its own order)."""
-
-    def __init__(self, driver, address, nvalues):
-        self.header = driver.view(address, 16).view(np.uint64)
-        self.rows = driver.view(address + 16, 8 * int(self.header[1]) * nvalues).view(np.uint64)
-        self.sink = _HostSink(count=0, limit=int(self.header[1]), cap=0, nvalues=nvalues)
-        self.nvalues = nvalues
-
-    def finish(self):
-        kept = min(self.sink.count, self.sink.limit)
-        if kept:
-            rows = np.ctypeslib.as_array(self.sink.data, shape=(kept, self.nvalues)).copy()
-            rows = rows[np.argsort(-rows[:, -1].astype(np.int64), kind='stable')]
-            self.rows[:rows.size] = rows.ravel()
-            ctypes.CDLL(None).free(self.sink.data)
-        self.header[0] += self.sink.count
-
-
 @pytest.fixture
 def fake_gpu(monkeypatch):
-    kernels = {}
-    render = ptx_render.render
-
-    def recording(kernel, name='kernel'):
-        text = render(kernel, name)
-        kernels[text] = kernel
-        return text
-
-    driver = FakeDriver(kernels)
-    package = types.ModuleType('pycuda')
-    package.driver = driver
-    monkeypatch.setitem(sys.modules, 'pycuda', package)
-    monkeypatch.setitem(sys.modules, 'pycuda.driver', driver)
-    monkeypatch.setattr(cuda_jit.ptx_render, 'render', recording)
-    reset()
+    """The stand-in driver (tests/cuda_standin.py) in place of the real one, for one test."""
+    standin = cuda_standin.Installed(monkeypatch.setattr)
+    driver = standin.driver
     yield driver
     assert driver.depth == 0              # every push was popped
-    made = cuda_jit._backend
+    made = standin.close()
     if made is not None:
-        made.close()                      # (what the interpreter's exit runs)
-        atexit.unregister(made.close)
         assert made.memory.cached == made.memory.live == made.modules == {}
-        assert driver.blocks == {} and driver.queue == [] and driver.depth == 0
-    reset()
+        assert driver.blocks == {} and driver.queue == [] and driver.modules == {}
+        assert driver.depth == 0 and driver.retained == 0
 
 
 def test_arithmetic_runs_through_the_launcher(fake_gpu):
@@ -310,8 +88,8 @@ def test_arithmetic_runs_through_the_launcher(fake_gpu):
     i = pbc.arange(UInt32, 1000)
     np.testing.assert_array_equal((i * 3 + (i > 500)).numpy(), np.arange(1000) * 3 +
                                   (np.arange(1000) > 500))
-    grid, block, size = fake_gpu.launches[-1]
-    assert size == 1000 and block == (256, 1, 1) and grid[0] == 4
+    blocks, threads, size = fake_gpu.launches[-1]
+    assert size == 1000 and threads == 256 and blocks == 4
 
 
 def test_gathers_scatters_and_reductions_copy_back_what_they_write(fake_gpu):
@@ -717,7 +495,7 @@ def test_cuda_array_interface(fake_gpu):
 
 # ---- on a GPU -----------------------------------------------------------------------------
 on_gpu = pytest.mark.skipif(not pbc.has_backend('cuda'),
-                            reason='needs PyCUDA, an NVIDIA driver and a GPU (none here)')
+                            reason='needs an NVIDIA driver and a GPU (none here)')
 
 
 @on_gpu

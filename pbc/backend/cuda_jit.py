@@ -1,5 +1,5 @@
 """The CUDA backend (pbc/backend/protocol.py): PTX from ptx_render.py, loaded and launched
-through PyCUDA's driver API.
+through the CUDA driver API (cuda_driver.py, libcuda bound with ctypes).
 
 Arrays live in device memory (pbc/_rt_device.pxi): what the host makes moves there when a
 kernel first reads it, kernels write their outputs there, and the host copies out only what
@@ -9,14 +9,13 @@ and frees are queued on one stream in order, so a launch returns at once and a b
 while a kernel may still read it is reused only by work queued after that kernel; reading
 memory on the host waits for the stream.
 
-PyCUDA is an optional extra, imported here on first use. Without it, without a driver or
-without a device, making the backend raises CUDAUnavailable naming what is missing.
-The device's primary context is retained (never pycuda.autoinit) and pushed around work.
+Without the NVIDIA driver or without a device, making the backend raises CUDAUnavailable
+naming what is missing. The device's primary context is retained (as the CUDA runtime and
+Dr.Jit do, so pbc shares it with them) and pushed around each piece of work.
 """
 
 import atexit
 import contextlib
-import ctypes
 import hashlib
 import threading
 import time
@@ -25,7 +24,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .. import _runtime
-from . import ptx_render
+from . import cuda_driver, ptx_render
 from .protocol import CompiledKernel
 
 BLOCK = 256                 # threads per block; the kernels loop over lanes (grid-stride)
@@ -39,72 +38,76 @@ class CUDAUnavailable(RuntimeError):
 
 class Launchable(NamedTuple):
     """A CUDA kernel's CompiledKernel.address, what `launch` gets."""
-    function: object        # the prepared kernel function
+    function: int           # the driver's handle of the kernel function
     sinks: tuple            # parameter slots of print sinks (the runtime's, on the host)
 
 
-def driver():
-    """pycuda.driver, initialized, or CUDAUnavailable."""
+def load_driver():
+    """The CUDA driver (cuda_driver.Driver), started, with a device; or CUDAUnavailable."""
     try:
-        import pycuda.driver as cuda
-    except ImportError as e:
-        missing = 'the NVIDIA driver (libcuda)' if 'libcuda' in str(e) else \
-            "PyCUDA (pip install 'pbc[cuda]')"
-        raise CUDAUnavailable(f'pbc.cuda needs {missing}: {e}') from None
-    try:
-        cuda.init()
-        count = cuda.Device.count()
-    except cuda.Error as e:
+        driver = cuda_driver.Driver()
+    except OSError as e:
+        raise CUDAUnavailable(f'pbc.cuda needs the NVIDIA driver (libcuda.so.1): {e}') from None
+    except cuda_driver.CUDAError as e:
         raise CUDAUnavailable(f'pbc.cuda: the CUDA driver does not start: {e}') from None
-    if count == 0:
+    if driver.device_count() == 0:
         raise CUDAUnavailable('pbc.cuda: the CUDA driver finds no device')
-    return cuda
+    return driver
 
 
 class CUDABackend:
     name = 'cuda'
 
-    def __init__(self, cuda, device=0):
-        self.cuda = cuda
-        self.device = cuda.Device(device)
-        self.ordinal = device
-        self.context = self.device.retain_primary_context()
+    def __init__(self, driver, ordinal=0):
+        self.driver = driver
+        self.device = driver.device(ordinal)
+        self.ordinal = ordinal
+        self.context = driver.retain_primary_context(self.device)
         # The kernel cache's key: the PTX text and what it is compiled for and by.
         self.machine_id = '|'.join([
-            'sm_%d%d' % self.device.compute_capability(), f'driver {cuda.get_driver_version()}',
-            f'pycuda cuda {cuda.get_version()}', ptx_render.TARGET, ptx_render.ISA])
+            'sm_%d%d' % driver.compute_capability(self.device),
+            f'driver {driver.version()}', ptx_render.TARGET, ptx_render.ISA])
         self.lock = threading.RLock()
         with self.active():
-            sms = self.device.get_attribute(cuda.device_attribute.MULTIPROCESSOR_COUNT)
-            self.stream = cuda.Stream()
+            sms = driver.attribute(self.device, cuda_driver.ATTRIBUTE_MULTIPROCESSOR_COUNT)
+            self.stream = driver.create_stream()
         self.max_blocks = max(1, sms) * BLOCKS_PER_SM
         self.memory = DevicePool(self)
-        self.modules = {}       # cache key -> (module, prepared function)
+        self.modules = {}       # cache key -> (module handle, function handle)
         self.groups = {}        # trace group key -> CompiledKernel
         atexit.register(self.close)
 
     def close(self):
-        """Waits for the device, frees its memory and drops the loaded modules while the
-        context is current (after that, as the interpreter exits, freeing them would fail).
-        Arrays still alive then lose their memory: nothing reads them any more."""
-        with self.lock, self.active():
-            self.stream.synchronize()
-            self.memory.close()
-            self.flush_memory_cache()
+        """Waits for the device, frees its memory and unloads the modules while the
+        context is current (after that, as the interpreter exits, freeing them would fail),
+        then releases the context. Arrays still alive then lose their memory: nothing
+        reads them any more."""
+        with self.lock:
+            if self.context is None:
+                return
+            with self.active():
+                self.driver.synchronize(self.stream)
+                self.memory.close()
+                self.flush_memory_cache()
+                self.driver.destroy_stream(self.stream)
+            self.driver.release_primary_context(self.device)
+            self.context = None
 
     @contextlib.contextmanager
     def active(self):
         """The device's primary context made current around a piece of work."""
         with self.lock:
-            self.context.push()
+            if self.context is None:
+                raise RuntimeError('pbc.cuda: the CUDA backend was closed (at exit)')
+            self.driver.push_context(self.context)
             try:
                 yield
             finally:
-                self.cuda.Context.pop()
+                self.driver.pop_context()
 
     def sync(self):
         with self.active():
-            self.stream.synchronize()
+            self.driver.synchronize(self.stream)
 
     # ---- compiling ----------------------------------------------------------------------
     def lookup(self, group_key):
@@ -123,17 +126,12 @@ class CUDABackend:
         hit, t0 = 'memory', time.perf_counter()
         if key not in self.modules:
             hit = 'none'
-            log = []
             try:
-                module = self.cuda.module_from_buffer(
-                    text.encode(), options=[(self.cuda.jit_option.OPTIMIZATION_LEVEL, 4)],
-                    message_handler=lambda ok, info, error: log.append(error))
-            except self.cuda.Error as e:
-                raise RuntimeError(f'pbc.cuda: the driver rejected a generated kernel ({e}): '
-                                   + ''.join(log).strip() + f'\n{text}') from None
-            function = module.get_function('kernel')
-            function.prepare('QQ')
-            self.modules[key] = (module, function)
+                module = self.driver.load_module(text)
+            except cuda_driver.CUDAError as e:
+                raise RuntimeError(f'pbc.cuda: the driver rejected a generated kernel: {e}'
+                                   f'\n{text}') from None
+            self.modules[key] = (module, self.driver.get_function(module, 'kernel'))
         sinks = tuple(slot for slot, p in enumerate(kernel.params) if p.kind == 'sink')
         entry = CompiledKernel(Launchable(self.modules[key][1], sinks), layout, key,
                                kernel.ir_ops, kernel.uses('print'), text, hit,
@@ -142,6 +140,10 @@ class CUDABackend:
         return entry
 
     def flush_memory_cache(self):
+        with self.active():
+            self.driver.synchronize(self.stream)     # (a queued launch may use a module)
+            for module, _ in self.modules.values():
+                self.driver.unload_module(module)
         self.modules.clear()
         self.groups.clear()
 
@@ -157,7 +159,7 @@ class CUDABackend:
                 if size:
                     self._launch(launchable, size, params)
             if wait:
-                self.stream.synchronize()
+                self.driver.synchronize(self.stream)
 
     def _launch(self, launchable, size, params):
         """One launch: the parameter table (device addresses and element counts) goes to a
@@ -172,8 +174,8 @@ class CUDABackend:
                 table[slot] = sink.address
             self.memory.upload(address, table.ctypes.data, table.nbytes)
             blocks = min(self.max_blocks, -(-size // BLOCK))
-            launchable.function.prepared_async_call(
-                (blocks, 1), (BLOCK, 1, 1), self.stream, np.uint64(address), np.uint64(size))
+            self.driver.launch(launchable.function, blocks, BLOCK, self.stream,
+                               (address, size))
             for sink in sinks:
                 sink.collect()
         finally:
@@ -213,82 +215,72 @@ class DevicePool:
     cuMemAlloc, kept for reuse by size once freed; copies queued on the backend's stream."""
 
     def __init__(self, backend):
-        self.backend, self.cuda, self.stream = backend, backend.cuda, backend.stream
-        self.live = {}          # address -> its allocation (pycuda DeviceAllocation)
-        self.cached = {}        # bytes -> [freed allocations of that size]
+        self.backend, self.driver, self.stream = backend, backend.driver, backend.stream
+        self.live = {}          # address -> bytes, of blocks in use
+        self.cached = {}        # bytes -> [addresses of freed blocks of that size]
         self.live_bytes = self.cached_bytes = 0
-        self.closed = False
 
     def alloc(self, nbytes):
         with self.backend.active():
-            if self.closed:
-                raise RuntimeError('pbc.cuda: the CUDA backend was closed (at exit)')
             blocks = self.cached.get(nbytes)
             if blocks:
-                block = blocks.pop()
+                address = blocks.pop()
                 self.cached_bytes -= nbytes
             else:
-                block = self._new(nbytes)
-            self.live[int(block)] = block
+                address = self._new(nbytes)
+            self.live[address] = nbytes
             self.live_bytes += nbytes
-            return int(block)
+            return address
 
     def _new(self, nbytes):
         try:
-            return self.cuda.mem_alloc(nbytes)
-        except self.cuda.MemoryError:
+            return self.driver.mem_alloc(nbytes)
+        except cuda_driver.OutOfMemory:
             self.trim()                     # the cache's blocks may be of other sizes
             try:
-                return self.cuda.mem_alloc(nbytes)
-            except self.cuda.MemoryError:
+                return self.driver.mem_alloc(nbytes)
+            except cuda_driver.OutOfMemory:
                 raise MemoryError(f'pbc.cuda: cannot allocate {nbytes} bytes of device '
                                   'memory') from None
 
     def free(self, address, nbytes):
         with self.backend.lock:
-            block = self.live.pop(address, None)
-            if block is not None:           # (None: freed at close)
-                self.cached.setdefault(nbytes, []).append(block)
+            if self.live.pop(address, None) is not None:        # (None: freed at close)
+                self.cached.setdefault(nbytes, []).append(address)
                 self.live_bytes -= nbytes
                 self.cached_bytes += nbytes
 
     def upload(self, address, host_address, nbytes):
         if nbytes:
             with self.backend.active():
-                self.cuda.memcpy_htod_async(address, _host(host_address, nbytes), self.stream)
+                self.driver.memcpy_htod(address, host_address, nbytes, self.stream)
 
     def download(self, host_address, address, nbytes):
         if nbytes:
             with self.backend.active():
-                self.cuda.memcpy_dtoh_async(_host(host_address, nbytes), address, self.stream)
-                self.stream.synchronize()
+                self.driver.memcpy_dtoh(host_address, address, nbytes, self.stream)
+                self.driver.synchronize(self.stream)
 
     def copy(self, dst, src, nbytes):
         if nbytes:
             with self.backend.active():
-                self.cuda.memcpy_dtod_async(dst, src, nbytes, self.stream)
+                self.driver.memcpy_dtod(dst, src, nbytes, self.stream)
 
     def trim(self):
         with self.backend.active():
-            self.stream.synchronize()       # (a cached block may still be read)
+            self.driver.synchronize(self.stream)      # (a cached block may still be read)
             for blocks in self.cached.values():
-                for block in blocks:
-                    block.free()
+                for address in blocks:
+                    self.driver.mem_free(address)
             self.cached.clear()
             self.cached_bytes = 0
 
     def close(self):
         self.trim()
-        for block in self.live.values():
-            block.free()
+        for address in self.live:
+            self.driver.mem_free(address)
         self.live.clear()
         self.live_bytes = 0
-        self.closed = True
-
-
-def _host(address, nbytes):
-    """A NumPy view of `nbytes` of host memory at `address` (a runtime buffer)."""
-    return np.ctypeslib.as_array((ctypes.c_uint8 * nbytes).from_address(address))
 
 
 _backend = None
@@ -300,5 +292,5 @@ def backend():
     global _backend
     with _creating:
         if _backend is None:
-            _backend = CUDABackend(driver())
+            _backend = CUDABackend(load_driver())
     return _backend
