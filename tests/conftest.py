@@ -1,6 +1,8 @@
-"""Session-wide test support: a record of every Kernel the LLVM backend compiles (so that
-tests/test_zz_ptx_all_kernels.py can check that the PTX renderer handles all of them), a
-batched ptxas runner, and a way to compile at a chosen vector width."""
+"""Session-wide test support: the backend the suite runs on (PBC_TEST_BACKEND, see
+tests/suite_backend.py; with `cuda` and no GPU here, through the stand-in driver), a record
+of every Kernel the LLVM backend compiles (so that tests/test_zz_ptx_all_kernels.py can
+check that the PTX renderer handles all of them), a batched ptxas runner, and a way to
+compile at a chosen vector width."""
 
 import contextlib
 import functools
@@ -11,9 +13,40 @@ import subprocess
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
 
+import cuda_standin
 import pytest
+import suite_backend
+
+from pbc.backend import cuda_jit
 
 VECTOR_WIDTHS = (4, 8, 16, 32)          # up to pbc._runtime.MAX_LANES (buffer padding)
+
+
+def pytest_configure(config):
+    config.addinivalue_line('markers', 'llvm_only: about the LLVM backend\'s own code (its IR, '
+                            'threads, vector widths, disk cache): skipped on another backend')
+    config.addinivalue_line('markers', 'cuda_only: about the CUDA backend\'s own code')
+    if suite_backend.NAME == 'cuda':
+        try:
+            cuda_jit.load_driver()
+            config.pbc_standin = None
+        except cuda_jit.CUDAUnavailable:
+            config.pbc_standin = cuda_standin.Installed()       # (for the whole session)
+
+
+def pytest_report_header(config):
+    standin = getattr(config, 'pbc_standin', None) is not None
+    return f'backend under test: {suite_backend.module.__name__}' + (
+        ', through the stand-in driver (tests/cuda_standin.py: no GPU here)' if standin else '')
+
+
+def pytest_collection_modifyitems(config, items):
+    other = {'llvm': 'cuda_only', 'cuda': 'llvm_only'}[suite_backend.NAME]
+    skip = pytest.mark.skip(reason=f'not run on {suite_backend.module.__name__} '
+                                   f'(marked {other})')
+    for item in items:
+        if other in item.keywords:
+            item.add_marker(skip)
 
 
 @contextlib.contextmanager

@@ -1,9 +1,9 @@
 """NumPy reference semantics of pbc's elementwise ops (the test oracle) and input data."""
 
 import numpy as np
+from suite_backend import Bool, Float32, Float64, Int32, Int64, UInt32, UInt64
 
 import pbc
-from pbc.llvm import Bool, Float32, Float64, Int32, Int64, UInt32, UInt64
 
 TYPES = {'bool': Bool, 'int32': Int32, 'uint32': UInt32, 'int64': Int64, 'uint64': UInt64,
          'float32': Float32, 'float64': Float64}

@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from suite_backend import Array3f64, Bool, Float, Float64, UInt32
 
 import pbc
 from pbc import _runtime
-from pbc.llvm import Array3f64, Bool, Float, Float64, UInt32
 
 SETTINGS = settings(max_examples=25, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow])
@@ -450,7 +450,7 @@ def test_in_place_operators_carry_derivatives():
 
 
 def test_tensors_keep_their_shapes():
-    from pbc.llvm import TensorXf64
+    from suite_backend import TensorXf64
     t = TensorXf64(np.arange(6.0).reshape(2, 3))
     pbc.enable_grad(t)
     loss = pbc.sum(t * t)
@@ -727,7 +727,7 @@ def test_enqueue_and_traverse_are_the_primitives_of_the_to_and_from_functions():
 
 
 def test_grad_attribute_of_arrays_vectors_matrices_and_tensors():
-    from pbc.llvm import Matrix2f, TensorXf
+    from suite_backend import Matrix2f, TensorXf
     for x in (Float(1.0, 2.0), Array3f64(1, 2, 3), Matrix2f(1, 2, 3, 4),
               TensorXf(np.ones((2, 2), np.float32))):
         pbc.enable_grad(x)

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from suite_backend import Float64, Ptr, UInt32
 
 import pbc
-from pbc.llvm import Float64, Ptr, UInt32
 
 SETTINGS = settings(max_examples=15, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow])

@@ -6,9 +6,9 @@ finite differences (float64)."""
 
 import numpy as np
 import pytest
+from suite_backend import Bool, Float64, UInt32
 
 import pbc
-from pbc.llvm import Bool, Float64, UInt32
 
 K = UInt32(np.arange(7))
 S = Bool([True, False, True, True, False, True, False])

@@ -16,11 +16,12 @@ import random
 import sys
 
 import numpy as np
+import suite_backend
 from hypothesis import HealthCheck, assume, given, note, settings
 from hypothesis import strategies as st
+from suite_backend import Bool, Float64, UInt32
 
 import pbc
-from pbc.llvm import Bool, Float64, UInt32
 
 LANES = 7
 MAX_ITERATIONS = 8
@@ -132,7 +133,8 @@ class Program:
             self.emit(indent, f'pbc.scatter(acc, {self.value()}, (k * 3 + {r}) % {LANES})')
 
     def source(self):
-        return ('import pbc\nfrom pbc.llvm import Float64, UInt32\n\n\n@pbc.syntax\n'
+        return (f'import pbc\nfrom {suite_backend.module.__name__} import Float64, UInt32\n\n\n'
+                '@pbc.syntax\n'
                 'def f(x0, x1, a, n, s, k, mode):\n' + '\n'.join(self.lines) + '\n')
 
 

@@ -7,10 +7,10 @@ import weakref
 
 import numpy as np
 import pytest
+from suite_backend import Array3f, Float, UInt32
 
 import pbc
 from pbc import _runtime
-from pbc.llvm import Array3f, Float, UInt32
 
 
 class Normalize(pbc.CustomOp):

@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from suite_backend import Array3f64, Float, Float64, UInt32
 
 import pbc
 from pbc import _runtime
-from pbc.llvm import Array3f64, Float, Float64, UInt32
 
 SETTINGS = settings(max_examples=15, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow])

@@ -6,9 +6,9 @@ central finite differences (float64)."""
 
 import numpy as np
 import pytest
+from suite_backend import Float64, UInt32
 
 import pbc
-from pbc.llvm import Float64, UInt32
 
 MODES = ('symbolic', 'evaluated')
 LANE = UInt32(0, 1, 2)

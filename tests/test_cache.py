@@ -8,9 +8,10 @@ import textwrap
 
 import numpy as np
 import pytest
+import suite_backend
+from suite_backend import Float, UInt32
 
 import pbc
-from pbc.llvm import Float, UInt32
 
 SCRIPT = textwrap.dedent('''
     import pbc, numpy as np
@@ -124,7 +125,7 @@ def test_vector_width_follows_the_dependence_chains():
     assert width(chain) == 2 * be.width
     assert width(lambda: pbc.sin(x + 1)) == be.width
     def loop():
-        return pbc.while_loop((x, pbc.llvm.UInt32(0)), lambda v, i: i < 5,
+        return pbc.while_loop((x, suite_backend.UInt32(0)), lambda v, i: i < 5,
                               lambda v, i: (v * 1.5 + v, i + 1), mode='symbolic')[0]
 
     def scatter():                           # (an evaluated call's target, in short)
@@ -161,7 +162,7 @@ def test_loop_free_kernels_get_the_short_pipeline(monkeypatch):
         return k
 
     x = pbc.arange(Float, 100)
-    index = pbc.arange(pbc.llvm.UInt32, 100)
+    index = pbc.arange(suite_backend.UInt32, 100)
     assert _short_pipeline(kernel(lambda: pbc.sin(x) * 2))
     call = kernel(lambda: pbc.switch(index % 2, [lambda v: v + 1, pbc.sin], x))
     assert _short_pipeline(call)
@@ -182,7 +183,7 @@ def test_loop_free_kernels_get_the_short_pipeline(monkeypatch):
     # A loop around a call gets the short pipeline too; a call after a loop does not.
     targets = [lambda v: v * 2 + 1, pbc.sin]
     around = kernel(lambda: pbc.while_loop(
-        (x, pbc.llvm.UInt32(0)), lambda v, i: i < 3,
+        (x, suite_backend.UInt32(0)), lambda v, i: i < 3,
         lambda v, i: (pbc.switch(index % 2, targets, v), i + 1), mode='symbolic')[0])
     assert around.loops and around.calls and _short_pipeline(around)
     after = kernel(lambda: pbc.switch(index % 2, targets, loop(x)))

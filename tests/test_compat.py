@@ -4,11 +4,10 @@ silently wrong results (each has a regression test here)."""
 
 import numpy as np
 import pytest
+import suite_backend
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-import pbc
-from pbc.llvm import (
+from suite_backend import (
     Array2f,
     Array3b,
     Array3f,
@@ -22,6 +21,8 @@ from pbc.llvm import (
     TensorXf,
     UInt32,
 )
+
+import pbc
 
 
 # ---- silently wrong results of the past ------------------------------------------------------
@@ -331,14 +332,14 @@ def test_division_operators_follow_dr_jit():
     assert (Int(7, -7) // 2).numpy().tolist() == [3, -3]
     assert (Int(7, -7) / 2.0).numpy().tolist() == [3.5, -3.5]       # promotes to Float
     with pytest.raises(RuntimeError, match='cannot reinterpret-cast between types of different'):
-        pbc.reinterpret_array(pbc.llvm.UInt64, Float(1.0))
+        pbc.reinterpret_array(suite_backend.UInt64, Float(1.0))
 
 
 @settings(max_examples=25, deadline=None)
 @given(st.integers(0, 6), st.sampled_from(['C', 'F', 'A']),
        st.sampled_from(['Array2f', 'Array3i', 'Array4u', 'Matrix2f', 'Matrix3f']))
 def test_ravel_and_unravel_against_numpy(width, order, name):
-    T = getattr(pbc.llvm, name)
+    T = getattr(suite_backend, name)
     rng = np.random.default_rng(width)
     data = rng.integers(0, 100, pbc.shape(pbc.zeros(T, width))).astype(np.float32)
     x = T(data) if issubclass(T, pbc.vector.StaticArray) else T._from(

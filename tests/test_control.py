@@ -5,9 +5,10 @@ import dataclasses
 
 import numpy as np
 import pytest
+import suite_backend
+from suite_backend import PCG32, Array3f, Bool, Float, Int32, UInt32
 
 import pbc
-from pbc.llvm import PCG32, Array3f, Bool, Float, Int32, UInt32
 
 MODES = ('symbolic', 'evaluated')
 N = 37                        # not a multiple of any vector width: masked tails
@@ -313,7 +314,7 @@ def test_pcg32_bounded_is_a_loop():
 def test_type_change_names_the_variable():
     with pytest.raises(TypeError, match="'x' changed from Float32 to Float64"):
         pbc.while_loop((Float(1), UInt32(0)), lambda x, i: i < 3,
-                       lambda x, i: (pbc.llvm.Float64(x), i + 1), labels=('x', 'i'))
+                       lambda x, i: (suite_backend.Float64(x), i + 1), labels=('x', 'i'))
 
 
 def test_python_value_changed_by_body():
@@ -555,7 +556,7 @@ def test_state_diagnostics_are_also_runtime_errors():
     for error in (TypeError, RuntimeError):
         with pytest.raises(error, match="'x' changed from"):
             pbc.while_loop((Float(1), UInt32(0)), lambda x, i: i < 3,
-                           lambda x, i: (pbc.llvm.Float64(x), i + 1), labels=('x', 'i'))
+                           lambda x, i: (suite_backend.Float64(x), i + 1), labels=('x', 'i'))
         with pytest.raises(error, match="'result\\[0\\]' changed from Float32 in one branch"):
             pbc.if_stmt((Float(1, 2),), Bool(True, False), lambda x: (x,),
                         lambda x: (UInt32(1),))
@@ -627,7 +628,7 @@ def test_loop_maps_results_back_onto_the_state(mode):
 
 @pytest.mark.parametrize('mode', MODES)
 def test_bool_tensor_conditions(mode):
-    from pbc.llvm import TensorXb
+    from suite_backend import TensorXb
     x = UInt32(1, 5, 2)
     c = TensorXb(x < 3)
     r = pbc.if_stmt((x,), c, lambda x: x * 10, lambda x: x, mode=mode)

@@ -45,12 +45,13 @@ import math
 import os
 
 import numpy as np
+import suite_backend
 from conftest import VECTOR_WIDTHS, vector_width
 from hypothesis import HealthCheck, Phase, given, note, settings
 from hypothesis import strategies as st
+from suite_backend import Bool, Float, Int32, UInt32
 
 import pbc
-from pbc.llvm import Bool, Float, Int32, UInt32
 
 U, I, F, B = 'uint32', 'int32', 'float32', 'bool'
 CLASS = {U: 'UInt32', I: 'Int32', F: 'Float', B: 'Bool'}
@@ -586,7 +587,8 @@ def reproducer(prog, inputs, mode, n, flags=()):
     args = ', '.join(f'{CLASS[TYPE_OF.get(k, U)]}(np.array({inputs[k].tolist()!r}, '
                      f"dtype='{inputs[k].dtype}'))" for k in INPUTS + ALL_VARS)
     return '\n'.join(['import numpy as np', 'import pbc',
-                      'from pbc.llvm import Bool, Float, Int32, UInt32', '', ''] +
+                      f'from {suite_backend.module.__name__} import Bool, Float, Int32, UInt32', '',
+                      ''] +
                      [inspect.getsource(f) for f in HELPERS] +
                      [f'pbc.set_flag(pbc.JitFlag.{f.name}, {v})' for f, v in flags] +
                      ['', source(prog, mode, n), '',

@@ -6,12 +6,13 @@ import re
 
 import numpy as np
 import pytest
+import suite_backend
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from suite_backend import Array3f, Bool, Float, Ptr, UInt32
 
 import pbc
 from pbc import _runtime
-from pbc.llvm import Array3f, Bool, Float, Ptr, UInt32
 
 MODES = ('symbolic', 'evaluated')
 
@@ -345,7 +346,7 @@ SHAPED = {   # target structures: (pbc form, NumPy form) of f(x, a, b) with cons
 def test_targets_differing_in_constants_share_code(shapes, picks, tname):
     # Targets of one structure whose constants differ run one code, which reads each
     # lane's constants from a table by its key; the results are each target's own.
-    T = pbc.llvm.Float if tname == 'float32' else pbc.llvm.Float64
+    T = suite_backend.Float if tname == 'float32' else suite_backend.Float64
     dtype = np.float32 if tname == 'float32' else np.float64
     index = np.array([p if 0 <= p < len(shapes) else 99 for p in picks], dtype=np.uint32)
     xs = np.linspace(-3, 3, len(picks)).astype(dtype)
@@ -368,7 +369,7 @@ def test_targets_differing_in_constants_share_code(shapes, picks, tname):
     ('uint64', (2 ** 63 + 9, 5, 12))])
 def test_integer_constants_in_tables(tname, constants):
     # (the tables hold each type's bits: negative and above-2^31 values included)
-    T = getattr(pbc.llvm, {'int32': 'Int', 'uint32': 'UInt32', 'int64': 'Int64',
+    T = getattr(suite_backend, {'int32': 'Int', 'uint32': 'UInt32', 'int64': 'Int64',
                            'uint64': 'UInt64'}[tname])
     dtype = getattr(np, tname)
     bits = 8 * np.dtype(dtype).itemsize

@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
+from suite_backend import PCG32, Bool, Float, Int32, UInt32
 
 import pbc
 from pbc.frontend import SourceUnavailableError, SyntaxError_, syntax
-from pbc.llvm import PCG32, Bool, Float, Int32, UInt32
 
 FILE = __file__
 hint = pbc.control.hint

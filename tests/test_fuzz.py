@@ -51,12 +51,13 @@ from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
+import suite_backend
 from conftest import VECTOR_WIDTHS, vector_width
 from hypothesis import HealthCheck, Phase, given, note, settings
 from hypothesis import strategies as st
+from suite_backend import Bool, Float, Float64, Int32, Int64, UInt32, UInt64
 
 import pbc
-from pbc.llvm import Bool, Float, Float64, Int32, Int64, UInt32, UInt64
 
 TYPES = ('bool', 'int32', 'uint32', 'int64', 'uint64', 'float32', 'float64')
 RANK = {t: i for i, t in enumerate(TYPES)}             # promotion order
@@ -137,7 +138,8 @@ def qnan(x):
 HELPERS = (_is_float, canon0, exact, unit, canon_bits, qnan)
 PRELUDE = '\n'.join([
     'import math', 'import numpy as np', 'import pbc', 'from numpy import nan, inf',
-    'from pbc.llvm import Bool, Float, Float64, Int32, Int64, UInt32, UInt64', '', ''] +
+    f'from {suite_backend.module.__name__} import Bool, Float, Float64, Int32, Int64, UInt32, '
+    'UInt64', '', ''] +
     [inspect.getsource(f) for f in HELPERS])
 NAMESPACE = dict(np=np, pbc=pbc, nan=nan, inf=inf, math=math, Bool=Bool, Float=Float,
                  Float64=Float64, Int32=Int32, Int64=Int64, UInt32=UInt32, UInt64=UInt64,

@@ -7,11 +7,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-import pbc
-from pbc.backend import llvm_jit
-from pbc.backend.llvm_render import render
-from pbc.llvm import (
+from suite_backend import (
     Array2f64,
     Array2u64,
     Array4f,
@@ -23,6 +19,10 @@ from pbc.llvm import (
     UInt32,
     UInt64,
 )
+
+import pbc
+from pbc.backend import llvm_jit
+from pbc.backend.llvm_render import render
 
 TYPES = {Float: np.float32, Int32: np.int32, UInt32: np.uint32, Float64: np.float64,
          UInt64: np.uint64}

@@ -7,10 +7,10 @@ import warnings
 
 import numpy as np
 import pytest
+from suite_backend import Float, UInt32
 
 import pbc
 from pbc import _runtime
-from pbc.llvm import Float, UInt32
 
 N = 1 << 20
 ROUNDS = 1000         # a kernel of some tens of milliseconds

@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from suite_backend import Bool, Float, Float64, Int32, UInt32, UInt64
 
 import pbc
 from pbc import _runtime
-from pbc.llvm import Bool, Float, Float64, Int32, UInt32, UInt64
 
 TYPES = {'float32': Float, 'float64': Float64, 'int32': Int32, 'uint64': UInt64}
 

@@ -12,9 +12,9 @@ import math
 
 import numpy as np
 import pytest
+from suite_backend import Array3f, Float, Float64, Int32
 
 import pbc
-from pbc.llvm import Array3f, Float, Float64, Int32
 
 N = 100_000
 LD = np.longdouble if np.finfo(np.longdouble).nmant >= 63 else np.float64

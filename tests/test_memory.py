@@ -3,9 +3,9 @@
 import numpy as np
 import pytest
 from oracle import FLOATS, INTS, TYPES, flat, sample
+from suite_backend import Array3f, Bool, Float, Float64, Int32, UInt32
 
 import pbc
-from pbc.llvm import Array3f, Bool, Float, Float64, Int32, UInt32
 
 ReduceOp = pbc.ReduceOp
 
@@ -254,7 +254,7 @@ def test_scatters_into_one_array_keep_program_order():
 
 
 def test_wide_indices_are_bounds_checked_not_wrapped():
-    from pbc.llvm import Int64, UInt64
+    from suite_backend import Int64, UInt64
     src = Float(1, 2, 3)
     np.testing.assert_array_equal(pbc.gather(Float, src, Int64(2**32, 1, -1)).numpy(),
                                   [0, 2, 0])
@@ -297,7 +297,7 @@ def test_reduce_modes_and_ops():
 
 
 def test_detail_reduction_helpers():
-    from pbc.llvm import Array3f, Float64, Int32
+    from suite_backend import Array3f, Float64, Int32
     D = pbc.detail
     for T in (Float, Float64, Int32, UInt32):
         for op in (pbc.ReduceOp.Add, pbc.ReduceOp.Mul, pbc.ReduceOp.Min, pbc.ReduceOp.Max):

@@ -5,10 +5,10 @@ memory (AD nodes, JIT variables) constant."""
 
 import numpy as np
 import pytest
+from suite_backend import Array3f, Float, TensorXf, UInt32
 
 import pbc
 from pbc import _runtime
-from pbc.llvm import Array3f, Float, TensorXf, UInt32
 
 TARGET = np.array([0.5, -1.0, 2.0, 0.25], np.float32)
 

@@ -2,9 +2,8 @@
 
 import numpy as np
 import pytest
-
-import pbc
-from pbc.llvm import PCG32, UInt64
+import suite_backend
+from suite_backend import PCG32, UInt64
 
 M64 = (1 << 64) - 1
 MULT = 0x5851F42D4C957F2D
@@ -81,7 +80,7 @@ def test_skip_ahead():
 
 def test_masked_draws_do_not_advance():
     rng = PCG32(4)
-    mask = pbc.llvm.Bool(True, False, True, False)
+    mask = suite_backend.Bool(True, False, True, False)
     first = rng.next_uint32(mask).numpy()
     assert first[1] == 0 and first[3] == 0
     again = rng.next_uint32().numpy()

@@ -9,9 +9,7 @@ import warnings
 
 import numpy as np
 import pytest
-
-import pbc
-from pbc.llvm import (
+from suite_backend import (
     Array2u,
     Array3b,
     Array3f,
@@ -30,6 +28,8 @@ from pbc.llvm import (
     UInt32,
     UInt64,
 )
+
+import pbc
 
 
 # ---- str() and repr() ----------------------------------------------------------------------

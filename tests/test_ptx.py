@@ -5,13 +5,13 @@ Whether they compute the right values needs a GPU; here ptxas checks the text.
 """
 
 import numpy as np
+from suite_backend import Bool, Float32, Float64, Int32, Int64, Ptr, UInt32, UInt64
 
 import pbc
 from pbc import _runtime
 from pbc.backend import ptx_render
 from pbc.evaluate import take_kernels
 from pbc.kernel import Instr, Kernel, Param
-from pbc.llvm import Bool, Float32, Float64, Int32, Int64, Ptr, UInt32, UInt64
 from pbc.ops import ARITY, COMPARISONS, TYPE_NAMES
 
 TYPES = {'bool': Bool, 'int32': Int32, 'uint32': UInt32, 'int64': Int64, 'uint64': UInt64,

@@ -7,12 +7,11 @@ import sys
 
 import numpy as np
 import pytest
+import suite_backend
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from suite_backend import Array3f
 from test_pcg32 import references
-
-import pbc
-from pbc.llvm import Array3f
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / 'samples'))
 from renderer import ao, bvh, intersect, scene  # noqa: E402
@@ -177,11 +176,11 @@ def test_ray_intersect_matches_brute_force(cornell, accel, mode, inside):
 def test_ray_test_and_t_max(cornell, accel, mode):
     o, d = random_rays(np.random.default_rng(3), 3000)
     t_max = np.random.default_rng(4).uniform(0, 2, 3000).astype(np.float32)
-    blocked = accel.ray_test(Array3f(o.T), Array3f(d.T), pbc.llvm.Float(t_max), mode=mode)
+    blocked = accel.ray_test(Array3f(o.T), Array3f(d.T), suite_backend.Float(t_max), mode=mode)
     t_ref, _ = intersect.brute_force(cornell.triangles, o, d)
     near = np.abs(t_ref - t_max) < 1e-4 * t_max        # (a tie: either answer is right)
     assert np.array_equal(blocked.numpy()[~near], (t_ref < t_max)[~near])
-    hit = accel.ray_intersect(Array3f(o.T), Array3f(d.T), pbc.llvm.Float(t_max), mode=mode)
+    hit = accel.ray_intersect(Array3f(o.T), Array3f(d.T), suite_backend.Float(t_max), mode=mode)
     t_ref, prim_ref = intersect.brute_force(cornell.triangles, o, d, t_max)
     t = hit.t.numpy()
     missed = prim_ref == intersect.NO_HIT
@@ -196,7 +195,7 @@ def test_inactive_lanes_trace_nothing(cornell, accel, mode):
     from renderer.shapes import Geometry, Sphere
     o, d = random_rays(np.random.default_rng(7), 2000)
     active = np.random.default_rng(8).random(2000) < 0.6
-    O, D, A = Array3f(o.T), Array3f(d.T), pbc.llvm.Bool(active)
+    O, D, A = Array3f(o.T), Array3f(d.T), suite_backend.Bool(active)
     sphere = Geometry(scene_without(cornell, 'sphere'),
                       spheres=[Sphere(np.array([0.45, -0.65, 0.3]), 0.35)])
     for tracer in (accel, sphere):
@@ -250,7 +249,7 @@ def test_rays_from_box_faces_hit_what_brute_force_hits(cornell, offset):
     agree(t[keep], hit.prim.numpy()[keep], t_ref[keep], prim_ref[keep], triangles, o[keep],
           d[keep])
     t_max = np.where(np.isfinite(t_ref), t_ref * 1.001 + 1e-6, 1).astype(np.float32)
-    blocked = accel.ray_test(Array3f(o.T), Array3f(d.T), pbc.llvm.Float(t_max)).numpy()
+    blocked = accel.ray_test(Array3f(o.T), Array3f(d.T), suite_backend.Float(t_max)).numpy()
     assert np.array_equal(blocked[keep], np.isfinite(t_ref)[keep])
 
 
@@ -489,7 +488,7 @@ def test_sphere_intersection(inside):
         o = (center + 3 * o / np.linalg.norm(o, axis=1, keepdims=True)).astype(np.float32)
         d = center + rng.uniform(-1, 1, (4000, 3)) - o
         d = (d / np.linalg.norm(d, axis=1, keepdims=True)).astype(np.float32)
-    t = sphere.intersect(Array3f(o.T), Array3f(d.T), pbc.llvm.Float(np.inf)).numpy()
+    t = sphere.intersect(Array3f(o.T), Array3f(d.T), suite_backend.Float(np.inf)).numpy()
     ref = sphere_reference(center, radius, o, d)
     assert np.array_equal(np.isfinite(t), np.isfinite(ref))
     np.testing.assert_allclose(t[np.isfinite(ref)], ref[np.isfinite(ref)], rtol=1e-5,
@@ -542,7 +541,7 @@ def test_geometry_with_an_analytic_sphere(cornell):
     np.testing.assert_allclose(n[on_sphere], (p[on_sphere] - center) / 0.35, atol=1e-4)
     assert np.all((uv[h] >= -1e-6) & (uv[h] <= 1 + 1e-6))
     # Shadow rays see the sphere too.
-    blocked = geo.ray_test(O, D, pbc.llvm.Float(np.full(3000, 0.5, np.float32))).numpy()
+    blocked = geo.ray_test(O, D, suite_backend.Float(np.full(3000, 0.5, np.float32))).numpy()
     near = np.abs(ref - 0.5) < 1e-4
     assert np.array_equal(blocked[~near], (ref < 0.5)[~near])
 
@@ -566,7 +565,7 @@ def test_textured_diffuse_lookup():
     bsdf = TexturedDiffuse(tex)
     uv = rng.uniform(-1.5, 2.5, (500, 2)).astype(np.float32)
     zero = Array3f(np.zeros((3, 500), np.float32))
-    si = SurfacePoint(zero, zero, pbc.llvm.Array2f(uv.T))
+    si = SurfacePoint(zero, zero, suite_backend.Array2f(uv.T))
     got = bsdf.reflectance(si).numpy().T
     # Bilinear filtering of texel centres, repeating.
     x, y = uv[:, 0] * 7 - 0.5, uv[:, 1] * 5 - 0.5
@@ -613,8 +612,8 @@ def test_area_emitter_samples_by_area():
     tri = rng.normal(size=(5, 3, 3))
     em = AreaEmitter(tri, (1, 2, 3))
     n = 20000
-    u_tri = pbc.llvm.Float(rng.uniform(0, 1, n).astype(np.float32))
-    u = pbc.llvm.Array2f(rng.uniform(0, 1, (2, n)).astype(np.float32))
+    u_tri = suite_backend.Float(rng.uniform(0, 1, n).astype(np.float32))
+    u = suite_backend.Array2f(rng.uniform(0, 1, (2, n)).astype(np.float32))
     q, nq = (x.numpy().T for x in em.sample_position(u_tri, u))
     area = 0.5 * np.linalg.norm(np.cross(tri[:, 1] - tri[:, 0], tri[:, 2] - tri[:, 0]), axis=1)
     # Which triangle each point lies on: the one whose plane it is in, and inside.

@@ -8,9 +8,9 @@ import sys
 
 import numpy as np
 import pytest
+from suite_backend import Array3f
 
 import pbc
-from pbc.llvm import Array3f
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / 'samples'))
 from renderer import scene  # noqa: E402

@@ -5,9 +5,9 @@ backend's grouping, aligned vectors of at least 4 lanes, where it is known."""
 
 import numpy as np
 import pytest
+from suite_backend import Bool, Float, UInt32
 
 import pbc
-from pbc.llvm import Bool, Float, UInt32
 
 N = 128
 

@@ -1,6 +1,6 @@
-"""Tensors (pbc.llvm.TensorX*): element-wise operations with broadcasting, reductions,
-reshaping, axis permutations, indexing and creation, checked against NumPy; and Dr.Jit's
-conventions where it differs from NumPy (default reduction axis, masks, .T)."""
+"""Tensors (TensorX* of the suite's backend): element-wise operations with broadcasting,
+reductions, reshaping, axis permutations, indexing and creation, checked against NumPy; and
+Dr.Jit's conventions where it differs from NumPy (default reduction axis, masks, .T)."""
 
 import operator
 import warnings
@@ -10,9 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
-
-import pbc
-from pbc.llvm import (
+from suite_backend import (
     Array3f,
     Bool,
     Float,
@@ -25,6 +23,8 @@ from pbc.llvm import (
     TensorXu,
     UInt32,
 )
+
+import pbc
 from pbc.tensor import Tensor
 
 SETTINGS = settings(max_examples=40, deadline=None,

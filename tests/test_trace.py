@@ -8,10 +8,10 @@ import sys
 
 import numpy as np
 import pytest
+from suite_backend import Array3f, Bool, Float, Int32, UInt32
 
 import pbc
 from pbc import _runtime
-from pbc.llvm import Array3f, Bool, Float, Int32, UInt32
 
 
 @pytest.fixture

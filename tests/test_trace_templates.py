@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from suite_backend import Float, Float64, UInt32
 
 import pbc
 from pbc import _runtime
-from pbc.llvm import Float, Float64, UInt32
 from pbc.math import TRACED
 
 UNARY = sorted(name for name in TRACED if name not in ('atan2', '_power_real'))

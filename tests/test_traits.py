@@ -4,11 +4,8 @@ types pbc lacks raise a TypeError that names them."""
 
 import numpy as np
 import pytest
-
-import pbc
-from pbc import JitBackend, VarType
-from pbc.dispatch import PtrBase
-from pbc.llvm import (
+import suite_backend
+from suite_backend import (
     PCG32,
     Array2b,
     Array3b,
@@ -37,6 +34,10 @@ from pbc.llvm import (
     UInt32,
     UInt64,
 )
+
+import pbc
+from pbc import JitBackend, VarType
+from pbc.dispatch import PtrBase
 from pbc.tensor import Tensor
 from pbc.vector import vector_type
 
@@ -148,7 +149,7 @@ def test_vector(V):
         assert [f(x) for f in RETYPE] == [vector_type(n, R) for R in RETYPED]
         assert pbc.replace_type_t(x, VarType.Float32) is vector_type(n, Float)
         if vt is VarType.Float32:
-            assert pbc.matrix_t(x) is getattr(pbc.llvm, f'Matrix{n}f')
+            assert pbc.matrix_t(x) is getattr(suite_backend, f'Matrix{n}f')
         elif vt is VarType.Float64:         # Dr.Jit has Matrix3f64, pbc does not
             with pytest.raises(TypeError, match=f'no Matrix{n}f64 type'):
                 pbc.matrix_t(x)
@@ -178,7 +179,7 @@ def test_matrix(M):
         assert pbc.tensor_t(x) is TensorXf and pbc.itemsize_v(x) == 4
         # (comparisons of matrices give Array33b); Dr.Jit's other answers are nested
         # arrays (Array33f) and Matrix3f64
-        mask = getattr(pbc.llvm, f'Array{n}{n}b')
+        mask = getattr(suite_backend, f'Array{n}{n}b')
         assert pbc.mask_t(x) is mask and type(pbc.identity(M) == pbc.identity(M)) is mask
         assert pbc.value_t(mask) is vector_type(n, Bool) and pbc.depth_v(mask) == 3
         assert pbc.is_mask_v(mask) and pbc.size_v(mask) == n
