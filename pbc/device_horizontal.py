@@ -15,6 +15,7 @@ differ in their last bits: docs/semantics.md).
     scatter puts it there.
 """
 
+import functools
 import sys
 
 from . import _runtime
@@ -41,17 +42,37 @@ def _extreme(tname, high):
     return (1 << (bits - 1)) - 1 if high else -(1 << (bits - 1))
 
 
+def _unmasked(fn):
+    """Runs fn with the mask stack set aside: a horizontal operation inside a conditional
+    or an evaluated loop covers every lane of its input, as the host's does, so the masks
+    of the enclosing region must not reach its internal scatters."""
+    @functools.wraps(fn)
+    def run(*args):
+        saved = _runtime.masks_take()
+        try:
+            return fn(*args)
+        finally:
+            _runtime.masks_restore(saved)
+    return run
+
+
 def _read(cls, x, index, valid, fill):
     """x[index] where `valid`, else `fill`."""
     return op_select(valid, _runtime.gather(cls, x, index, valid), fill)
 
 
+@_unmasked
 def reduce(x, name):
     """`name` ('sum', 'prod', 'min', 'max', 'and', 'or'; 'count' of a Bool array) of the
     n > 0 lanes of flat array x as an evaluated width-1 array of its type (UInt32 for
-    'count')."""
+    'count'). Float32 sums accumulate in float64 and round once at the end, which keeps
+    them within about one rounding of the exact sum whatever the order of combination
+    (the passes are bound by memory reads: the float64 adds cost nothing)."""
     if name == 'count':                   # (of a Bool array)
         x, name = _runtime.class_for(x, 'uint32')(x), 'sum'
+    result_cls = type(x)
+    if name == 'sum' and result_cls.Type == 'float32':
+        x = _runtime.class_for(x, 'float64')(x)     # (a cast the first pass reads)
     op, identity = _RULES[name]
     cls, index_cls = type(x), _runtime.class_for(x, 'uint32')
     fill = identity(cls.Type)
@@ -64,12 +85,15 @@ def reduce(x, name):
             valid = lane < max(0, min(m, n - i * m))    # (Python ints: no wrap-around)
             value = _read(cls, x, lane + i * m, valid, fill)
             acc = value if acc is None else op_binary(op, acc, value)
+        if m == 1 and type(acc) is not result_cls:
+            acc = result_cls(acc)         # (the float64 sum of float32 values, rounded)
         _runtime.make_opaque(acc)         # (evaluates it)
         if m == 1:
             return acc
         x, n = acc, m
 
 
+@_unmasked
 def prefix_sum(x, inclusive, reverse):
     """The (inclusive or exclusive) prefix sum of the n > 0 lanes of flat array x, from the
     end if `reverse`, as a new evaluated array."""
@@ -96,6 +120,7 @@ def prefix_sum(x, inclusive, reverse):
     return x
 
 
+@_unmasked
 def compress(mask):
     """The UInt32 indices of the true lanes of Bool array `mask` (n > 0 lanes), in
     increasing order."""

@@ -106,6 +106,18 @@ class Kernel:
     def ir_ops(self):
         return len(self.instrs)
 
+    def read_registers(self):
+        """The registers that something reads: instructions' operands, loop state and
+        tests, and calls' selectors, masks, arguments and outputs."""
+        read = {a for ins in self.instrs for a in ins.args}
+        for loop in self.loops:
+            read.update(loop.phis, loop.updates, (loop.cond,))
+        for call in self.calls:
+            read.update((call.selector, call.active), call.results)
+            for regs in (*call.outputs, *call.inputs):
+                read.update(regs)
+        return read
+
     def uses(self, op):
         return any(i.op == op for i in self.instrs)
 

@@ -23,6 +23,7 @@ from pbc import evaluate
 from pbc.backend import cuda_driver, cuda_jit, llvm_jit, ptx_render
 
 DEVICE_BASE = 0xD000_0000_0000_0000     # device addresses start here (non-canonical)
+REAL_LOAD_DRIVER = cuda_jit.load_driver  # (what Installed replaces)
 
 
 class StandInDriver:
@@ -39,7 +40,7 @@ class StandInDriver:
         self.downloads = []               # bytes per device-to-host copy
         self.queue = []                   # the stream's work, not yet run
         self.capacity = 1 << 30           # blocks the "device" holds at most
-        self.modules = {}                 # handle -> Kernel, of loaded modules
+        self.modules = {}                 # handle -> PTX text, of loaded modules
         self.retained = 0
 
     def _current(self):
@@ -160,7 +161,7 @@ class StandInDriver:
         handle = 0x100 + len(self.modules) + 1
         while handle in self.modules:
             handle += 1
-        self.modules[handle] = self.kernels[ptx]
+        self.modules[handle] = ptx
         return handle
 
     def unload_module(self, module):
@@ -182,9 +183,17 @@ class StandInDriver:
 class _Function:
     """A loaded kernel: the LLVM backend's compiled form of the same Kernel."""
 
-    def __init__(self, driver, kernel):
-        self.driver, self.kernel = driver, kernel
-        self.compiled = llvm_jit.backend().compile(kernel, None, ('fake cuda', id(kernel)))
+    def __init__(self, driver, ptx):
+        self.driver, self.kernel = driver, driver.kernels[ptx]
+        # (keyed by the text: an id() of a Kernel since freed could name another kernel)
+        self.key = ('stand-in', ptx)
+        self.compiled()
+
+    def compiled(self):
+        """The LLVM backend's code, compiled again if its cache was flushed since (a flush
+        of both backends' caches flushes the LLVM one first, then waits for the stream)."""
+        be = llvm_jit.backend()
+        return be.lookup(self.key) or be.compile(self.kernel, None, self.key)
 
     def run(self, table, size):
         driver = self.driver
@@ -197,7 +206,7 @@ class _Function:
                  for ins in self.kernel.instrs if ins.op == 'print'}
         for slot, capture in sinks.items():
             params[slot] = ctypes.addressof(capture.sink)
-        llvm_jit.backend().launch(self.compiled.address, size, params, serial=bool(sinks),
+        llvm_jit.backend().launch(self.compiled().address, size, params, serial=bool(sinks),
                                   wait=True)
         for capture in sinks.values():
             capture.finish()
@@ -246,8 +255,10 @@ class Installed:
         render = ptx_render.render
 
         def recording(kernel, name='kernel'):
+            # (Kernels that render the same PTX are the same program on a GPU: the first
+            # one's LLVM code stands for all of them, as a driver's cache would)
             text = render(kernel, name)
-            self.kernels[text] = kernel
+            self.kernels.setdefault(text, kernel)
             return text
 
         self.saved = (cuda_jit._backend, evaluate._backends.pop(1, None))

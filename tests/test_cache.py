@@ -42,7 +42,7 @@ def test_memory_cache_hit():
     for key in ('backend', 'hash', 'ir_ops', 'size', 'cache_hit', 'codegen_time',
                 'backend_time', 'execution_time'):
         assert key in first
-    assert first['backend'] == 'llvm' and first['size'] == 77
+    assert first['backend'] == suite_backend.NAME and first['size'] == 77
 
 
 def test_disk_cache_hit_in_fresh_process(tmp_path):
@@ -82,7 +82,10 @@ def test_print_ir(capsys):
     with pbc.scoped_set_flag(pbc.JitFlag.PrintIR, True):
         pbc.eval(pbc.arange(Float, 9) * 5.5)
     out = capsys.readouterr().out
-    assert 'define void @kernel' in out and 'fmul <' in out
+    # (the backend's text: LLVM IR of explicit vectors, or PTX)
+    kernel, multiply = {'llvm': ('define void @kernel', 'fmul <'),
+                        'cuda': ('.visible .entry kernel', 'mul.rn.f32')}[suite_backend.NAME]
+    assert kernel in out and multiply in out
 
 
 def test_debug_env_logs_launches(tmp_path):
@@ -321,6 +324,7 @@ def test_a_group_reading_an_earlier_groups_output_compiles_after_it_runs():
     assert y.numpy().tolist() == [0.5, 4.5, 8.5, 12.5, 16.5]
 
 
+@pytest.mark.llvm_only          # (the CPU thread pool's batched launches)
 @pytest.mark.parametrize('threads', [1, 2])
 def test_independent_groups_launch_together(monkeypatch, threads):
     # Groups that read no other group's output run as one job of the thread pool (kernels

@@ -431,7 +431,9 @@ def test_constants_in_tables_inside_loops(mode):
                               lambda i, x: (i + 1, pbc.switch(UInt32(keys), funcs, x)),
                               mode=mode)
         got = x.numpy()
-        assert pbc.kernel_history()[-1]['call_literals_tabled'] == 2
+        # (the kernels that call: a device's reductions of the loop test are kernels too)
+        calling = [k for k in pbc.kernel_history() if k['call_targets']]
+        assert calling and {k['call_literals_tabled'] for k in calling} == {2}
     ks = np.array([0.5, 0.25, 0.125], np.float32)[keys]
     want = x0
     for _ in range(4):
@@ -938,7 +940,7 @@ def test_array_attributes_in_loops_nested_calls_and_scatters(mode):
 
     outers = [Outer(3, 1), Outer(5, 2)]
     inners = [Inner(1), Inner(-2)]
-    buffers = [_runtime.var_info(o.hits.index)[6] for o in outers]
+    buffers = [_runtime.device_address(o.hits) for o in outers]     # (where kernels write)
     n = 24
     po = Ptr[Outer]([outers[k % 2] if k % 5 else None for k in range(n)])
     pi = Ptr[Inner]([inners[k // 3 % 2] for k in range(n)])
@@ -1224,7 +1226,7 @@ def test_scatters_into_array_attributes(mode, optimize):
     sel = [objs[k % 3] if k % 7 else None for k in range(n)]
     idx = np.arange(n, dtype=np.uint32) % 6
     xs = np.arange(n, dtype=np.float32)
-    buffers = [_runtime.var_info(o.hist.index)[6] for o in objs]
+    buffers = [_runtime.device_address(o.hist) for o in objs]       # (where kernels write)
     with pbc.scoped_set_flag(pbc.JitFlag.KernelHistory), \
             pbc.scoped_set_flag(pbc.JitFlag.OptimizeCalls, optimize), \
             pbc.scoped_set_flag(pbc.JitFlag.SymbolicCalls, mode == 'symbolic'):

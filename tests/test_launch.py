@@ -48,6 +48,7 @@ def launched():
     return y, expected
 
 
+@pytest.mark.llvm_only      # (the CPU thread pool; the stream's order: test_cuda.py)
 def test_eval_returns_while_the_kernel_runs_and_reads_wait(launched):
     y, expected = launched
     assert _runtime.launch_running()
@@ -84,6 +85,7 @@ def test_every_host_access_waits_for_the_kernel(launched, read, capsys):
         assert capsys.readouterr().out.strip() == str(expected[-1])
 
 
+@pytest.mark.llvm_only          # (host buffers; the device pool's order is tested in test_cuda.py)
 def test_memory_freed_while_a_kernel_runs_is_not_reused():
     # The kernel reads `x`; its buffer is freed while it runs (nothing else holds it), and a
     # new array of the same size is made and filled: it must not get that buffer yet.

@@ -42,6 +42,7 @@ def test_the_copies_add_up_to_every_lane(tname, n, size, seed, one_entry):
     np.testing.assert_array_equal(_copies_sum(buffer, size), want[:size])
 
 
+@pytest.mark.llvm_only          # (CPU threads' copies)
 @pytest.mark.parametrize('later', [1, 4])
 def test_a_kernel_runs_on_no_more_threads_than_its_target_has_copies(later):
     # Traced with some number of threads (the target's copies), evaluated with `later`

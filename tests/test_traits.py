@@ -78,11 +78,15 @@ def both(T):
     return (T, instance(T))
 
 
-def common(x, vt, backend=JitBackend.LLVM):
-    assert pbc.is_array_v(x) and pbc.is_jit_v(x) and pbc.is_llvm_v(x)
-    assert not pbc.is_cuda_v(x)
-    assert pbc.type_v(x) is vt and pbc.backend_v(x) is backend
-    assert pbc.is_diff_v(x)                  # pbc.llvm is also pbc.llvm.ad
+BACKEND = {'llvm': JitBackend.LLVM, 'cuda': JitBackend.CUDA}[suite_backend.NAME]
+
+
+def common(x, vt):
+    assert pbc.is_array_v(x) and pbc.is_jit_v(x)
+    assert pbc.is_llvm_v(x) == (BACKEND is JitBackend.LLVM)
+    assert pbc.is_cuda_v(x) == (BACKEND is JitBackend.CUDA)
+    assert pbc.type_v(x) is vt and pbc.backend_v(x) is BACKEND
+    assert pbc.is_diff_v(x)                  # pbc.llvm is also pbc.llvm.ad, as pbc.cuda
     assert pbc.diff_array_t(x) is pbc.detached_t(x) is (x if isinstance(x, type) else type(x))
     assert not pbc.is_complex_v(x) and not pbc.is_quaternion_v(x) and not pbc.is_half_v(x)
     assert not pbc.is_struct_v(x)

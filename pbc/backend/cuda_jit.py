@@ -16,6 +16,7 @@ Dr.Jit do, so pbc shares it with them) and pushed around each piece of work.
 
 import atexit
 import contextlib
+import dataclasses
 import hashlib
 import threading
 import time
@@ -24,6 +25,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .. import _runtime
+from ..kernel import CONSTANT
 from . import cuda_driver, ptx_render
 from .protocol import CompiledKernel
 
@@ -75,6 +77,7 @@ class CUDABackend:
         self.memory = DevicePool(self)
         self.modules = {}       # cache key -> (module handle, function handle)
         self.groups = {}        # trace group key -> CompiledKernel
+        self.tables = {}        # trace group key -> [(device address, bytes)] of its tables
         atexit.register(self.close)
 
     def close(self):
@@ -133,19 +136,41 @@ class CUDABackend:
                                    f'\n{text}') from None
             self.modules[key] = (module, self.driver.get_function(module, 'kernel'))
         sinks = tuple(slot for slot, p in enumerate(kernel.params) if p.kind == 'sink')
+        layout = self._tables_on_device(kernel, layout, group_key)
         entry = CompiledKernel(Launchable(self.modules[key][1], sinks), layout, key,
                                kernel.ir_ops, kernel.uses('print'), text, hit,
                                time.perf_counter() - t0, kernel.stats(), 0)
         self.groups[group_key] = entry
         return entry
 
+    def _tables_on_device(self, kernel, layout, group_key):
+        """The layout with the tables that assembly made (constants of merged call targets,
+        host memory) copied to device memory, which the group's entry keeps until the
+        cache is flushed."""
+        if not layout.tables:
+            return layout
+        device = {}                       # host address -> device address
+        for table in layout.tables:
+            address = self.memory.alloc(table.nbytes)
+            self.memory.upload(address, table.ctypes.data, table.nbytes)
+            device[table.ctypes.data] = address
+            self.tables.setdefault(group_key, []).append((address, table.nbytes))
+        sources = [(pos, device[value]) if pos == CONSTANT and param.kind == 'ptr'
+                   else (pos, value) for (pos, value), param in zip(layout.sources,
+                                                                    kernel.params)]
+        return dataclasses.replace(layout, sources=sources, tables=[])
+
     def flush_memory_cache(self):
         with self.active():
             self.driver.synchronize(self.stream)     # (a queued launch may use a module)
             for module, _ in self.modules.values():
                 self.driver.unload_module(module)
+        for blocks in self.tables.values():
+            for address, nbytes in blocks:
+                self.memory.free(address, nbytes)
         self.modules.clear()
         self.groups.clear()
+        self.tables.clear()
 
     # ---- launching ----------------------------------------------------------------------
     def launch(self, address, size, params, serial=False, wait=True, threads=0):

@@ -270,6 +270,7 @@ class _Renderer:
         self.offsets = set()   # byte sizes whose lane offsets the loop body needs
         self.globals = {}      # module-scope declarations (.funcs of calls)
         self.literals = {}     # register -> the line that sets it (literals)
+        self.read = kernel.read_registers()
         self.outer = []        # (body, decls, sinks) that a target interrupts
         self.sinks = set()     # print sinks (%q registers) that the code rendered now uses
         self.targets = {}      # call number -> its rendered targets
@@ -363,7 +364,11 @@ class _Renderer:
         return f'{r}_a'
 
     def op_literal(self, ins, r, reg):
-        # Set once before the loop; ptxas rematerializes or folds them as it sees fit.
+        # Set once before the loop; ptxas rematerializes or folds them as it sees fit. One
+        # that nothing reads (a merged call target's constant, read from a table instead)
+        # is left out: its value would make kernels that differ only in it differ in text.
+        if reg not in self.read:
+            return
         op = 'mov.pred' if ins.type == 'bool' else f'mov.b{BITS[ins.type]}'
         self.literals[r] = f'  {op} {r}, {constant(ins.type, ins.literal)};'
         self.entry.append(self.literals[r])
@@ -459,8 +464,9 @@ class _Renderer:
         assert BITS[src] == BITS[ins.type], (src, ins.type)
         self.names[reg] = self.names[ins.args[0]]
 
-    def _element(self, r, ptr_reg, index_reg, mask_reg, m):
-        """(address, effective mask): the lane's element, masked off when out of bounds."""
+    def _element(self, r, ptr_reg, index_reg, mask_reg, m, within=None):
+        """(address, effective mask): the lane's element, masked off when out of bounds
+        (and, given `within`, when the index is not below it)."""
         if self.k.instrs[ptr_reg].op == 'lane_ptr':
             base = self.names[ptr_reg]
             size = f'{base}_sz'
@@ -477,8 +483,10 @@ class _Renderer:
             b.append(f'  cvt.u64.u32 {r}_i, {index};')
         else:
             b.append(f'  mov.b64 {r}_i, {index};')
-        b += [f'  setp.lt.u64 {r}_in, {r}_i, {size};',
-              f'  and.pred {r}_m, {self.names[mask_reg]}, {r}_in;',
+        b.append(f'  setp.lt.u64 {r}_in, {r}_i, {size};')
+        if within is not None:
+            b.append(f'  setp.lt.and.u64 {r}_in, {r}_i, {within}, {r}_in;')
+        b += [f'  and.pred {r}_m, {self.names[mask_reg]}, {r}_in;',
               f'  mad.lo.u64 {r}_a, {r}_i, {BYTES[m]}, {base};']
         return f'{r}_a', f'{r}_m'
 
@@ -496,15 +504,17 @@ class _Renderer:
         ptr_reg, value_reg, index_reg, mask_reg = ins.args
         vt = self.k.instrs[value_reg].type
         m = MEMORY[vt]
-        addr, mask = self._element(r, ptr_reg, index_reg, mask_reg, m)
-        value = self.names[value_reg]
         reduce = REDUCE_NAMES[ins.extra]
+        # add_local: an atomic addition into the first copy: a GPU's threads are too many
+        # for a copy each, and its atomics are fast (rules.Spread makes one copy on this
+        # backend; other copies stay zero, and the copies' sum is the same). Lanes whose
+        # index is past a copy (the literal's low half) are dropped, as on the CPU.
+        within = ins.literal & 0xFFFFFFFF if reduce == 'add_local' else None
+        addr, mask = self._element(r, ptr_reg, index_reg, mask_reg, m, within)
+        value = self.names[value_reg]
         kind = KIND[vt]
         b = self.body
         if reduce == 'add_local':
-            # An atomic addition into the first copy: a GPU's threads are too many for a
-            # copy each, and its atomics are fast (rules.Spread makes one copy on this
-            # backend; other copies stay zero, and the copies' sum is the same).
             reduce = 'add'
         if reduce == 'none':
             value = self._memory_value(r, vt, value)
