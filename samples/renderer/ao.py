@@ -7,8 +7,8 @@ records into the kernel, and each ray's BVH traversal is a loop inside it."""
 import numpy as np
 
 import pbc
-from pbc.llvm import PCG32, Array2f, Array3f, Float, UInt32
 
+from . import jit
 from .shapes import Geometry
 
 # Mitsuba's ray epsilon: origins move off surfaces by (1 + max |p_k|) * RAY_EPSILON.
@@ -19,15 +19,15 @@ def camera_rays(camera, w, h, du=0.5, dv=0.5):
     """Rays (origin, unit direction) through the film positions ((i + du) / w, (j + dv) / h)
     of pixels (column i, row j from the top), in row-major order, starting on the near
     plane as Mitsuba's perspective camera does."""
-    i = pbc.arange(UInt32, w * h)
-    u = (Float(i % w) + du) / w
-    v = (Float(i // w) + dv) / h
-    f, r, up = (Array3f(*np.asarray(c, np.float32)) for c in (camera.forward, camera.right,
-                                                              camera.up))
+    i = pbc.arange(jit.UInt32, w * h)
+    u = (jit.Float(i % w) + du) / w
+    v = (jit.Float(i // w) + dv) / h
+    f, r, up = (jit.Array3f(*np.asarray(c, np.float32)) for c in (camera.forward, camera.right,
+                                                                  camera.up))
     aspect = camera.height / camera.width
     d = pbc.normalize(f + r * ((2 * u - 1) * camera.tan_half)
                       + up * ((1 - 2 * v) * (camera.tan_half * aspect)))
-    o = Array3f(*np.asarray(camera.origin, np.float32)) + d * (camera.near_clip / pbc.dot(d, f))
+    o = jit.Array3f(*np.asarray(camera.origin, np.float32)) + d * (camera.near_clip / pbc.dot(d, f))
     return o, d
 
 
@@ -41,7 +41,7 @@ def square_to_cosine_hemisphere(sample):
     phi = pbc.select(first, (np.pi / 4) * (y / safe_r), np.pi / 2 - (np.pi / 4) * (x / safe_r))
     s, c = pbc.sincos(phi)
     px, py = r * c, r * s
-    return Array3f(px, py, pbc.sqrt(pbc.maximum(1 - px * px - py * py, 0.0)))
+    return jit.Array3f(px, py, pbc.sqrt(pbc.maximum(1 - px * px - py * py, 0.0)))
 
 
 def to_world(n, v):
@@ -50,8 +50,8 @@ def to_world(n, v):
     sign = pbc.copysign(1.0, n.z)
     a = -1 / (sign + n.z)
     b = n.x * n.y * a
-    s = Array3f(1 + sign * n.x * n.x * a, sign * b, -sign * n.x)
-    t = Array3f(b, sign + n.y * n.y * a, -n.y)
+    s = jit.Array3f(1 + sign * n.x * n.x * a, sign * b, -sign * n.x)
+    t = jit.Array3f(b, sign + n.y * n.y * a, -n.y)
     return s * v.x + t * v.y + n * v.z
 
 
@@ -78,7 +78,7 @@ class AmbientOcclusion:
         si = self.geometry.surface_point(hit, o, d)
         n = pbc.select(pbc.dot(si.n, d) > 0, -si.n, si.n)       # face-forward
         origin = si.p + n * ((1 + pbc.max(pbc.abs(si.p))) * RAY_EPSILON)
-        rng = PCG32(size=w * h)
+        rng = jit.PCG32(size=w * h)
         return pbc.select(hit.valid, self._occlusion(origin, n, rng, spp, hit.valid, mode),
                           0.0)
 
@@ -87,9 +87,9 @@ class AmbientOcclusion:
         """The fraction of spp cosine-weighted rays from origin around n that travel
         ray_length without hitting anything (traced where `active`: the camera rays that
         hit something)."""
-        i, free = UInt32(0), Float(0)
+        i, free = jit.UInt32(0), jit.Float(0)
         while pbc.hint(i < spp, mode=mode, label='ao'):
-            sample = Array2f(rng.next_float32(), rng.next_float32())
+            sample = jit.Array2f(rng.next_float32(), rng.next_float32())
             direction = to_world(n, square_to_cosine_hemisphere(sample))
             blocked = self.geometry.ray_test(origin, direction, self.ray_length, active,
                                              mode=mode)

@@ -14,9 +14,9 @@ from typing import NamedTuple
 import numpy as np
 
 import pbc
-from pbc.llvm import Array3f, Array4f, Array4u, Bool, Float, Int32, UInt32
 
 from . import bvh as _bvh
+from . import jit
 
 NO_HIT = 0xFFFFFFFF              # the triangle id of a ray that hits nothing
 INF = float('inf')
@@ -52,14 +52,14 @@ class Hit(NamedTuple):
     """The nearest hits of rays: distance t, triangle id (NO_HIT: none), the barycentric
     weights b1, b2 of its second and third corners (the first's: 1 - b1 - b2), and its
     position in the accelerator's leaf order (NO_HIT: none)."""
-    t: Float
-    prim: UInt32
-    b1: Float
-    b2: Float
-    slot: UInt32
+    t: 'jit.Float'
+    prim: 'jit.UInt32'
+    b1: 'jit.Float'
+    b2: 'jit.Float'
+    slot: 'jit.UInt32'
 
     @property
-    def valid(self) -> Bool:
+    def valid(self) -> 'jit.Bool':
         return self.prim != NO_HIT
 
 
@@ -78,13 +78,13 @@ class Accel:
                              'node ids below 2^29 in 8 copies (or a leaf holds 8 or more)')
         self.base, self.scale, self.node_data = _pack_nodes(trees, self.stride)
         # A triangle: its corners, each in 16 bytes (x, y, z and an unused word).
-        self.tri_data = Float(np.pad(t, ((0, 0), (0, 0), (0, 1))).ravel())
-        self.prim = UInt32(tree.order.astype(np.uint32))      # leaf order -> triangle id
+        self.tri_data = jit.Float(np.pad(t, ((0, 0), (0, 0), (0, 1))).ravel())
+        self.prim = jit.UInt32(tree.order.astype(np.uint32))      # leaf order -> triangle id
         pbc.eval(self.node_data, self.tri_data, self.prim)
 
     def _corners(self, k, active=True):
         """The corners of the triangles at leaf positions k, as three Array3f."""
-        return tuple(Array3f(*pbc.gather(Array4f, self.tri_data, 3 * k + j, active)[:3])
+        return tuple(jit.Array3f(*pbc.gather(jit.Array4f, self.tri_data, 3 * k + j, active)[:3])
                      for j in range(3))
 
     def ray_intersect(self, o, d, t_max=INF, active=True, mode=None):
@@ -92,9 +92,9 @@ class Accel:
         there is none, or the lane is not `active`, t = t_max (INF by default) and prim =
         NO_HIT. Both sides of a triangle are hit. d need not be of unit length (t counts in
         units of |d|)."""
-        t, k, b1, b2 = self._nearest(o, d, Float(t_max), Bool(active), mode)
+        t, k, b1, b2 = self._nearest(o, d, jit.Float(t_max), jit.Bool(active), mode)
         found = k != NO_HIT
-        return Hit(t, pbc.select(found, pbc.gather(UInt32, self.prim, k, found), NO_HIT),
+        return Hit(t, pbc.select(found, pbc.gather(jit.UInt32, self.prim, k, found), NO_HIT),
                    b1, b2, k)
 
     def ray_test(self, o, d, t_max=INF, active=True, mode=None):
@@ -102,7 +102,7 @@ class Accel:
         lane is not `active`): a traversal that stops at the first hit it finds. (A ray that
         starts on a surface, as one spawned from a corner may start on the wall beside it,
         is blocked by it.)"""
-        return self._any(o, d, Float(t_max), Bool(active), mode)
+        return self._any(o, d, jit.Float(t_max), jit.Bool(active), mode)
 
     def position(self, hit):
         """The points of the hits, interpolated from the corners of their triangles, on
@@ -125,7 +125,7 @@ class Accel:
         # octant 0's copy (low planes first) and orders each axis's two planes itself: a
         # working set 8 times smaller for the caches (ambient occlusion 0.87-0.97 -> 0.76-0.84
         # s, Zen 3). A hit ends it at BLOCKED, past the end of every copy.
-        node = pbc.select(active, UInt32(0), self.nodes)
+        node = pbc.select(active, jit.UInt32(0), self.nodes)
         while pbc.hint(self._before_end(node), mode=mode, label='bvh'):
             box, link = self._enters(ray, node, t_max, ordered=False)
             k = link & (LEAF_ONE - 1)
@@ -145,10 +145,10 @@ class Accel:
         # This ray's copy of the hierarchy: its octant's (the signs of inv_d, as the slab
         # test sees them), whose planes come near ones first.
         inv_d = ray.inv_d
-        node = self.stride * (UInt32(inv_d.x < 0) | (UInt32(inv_d.y < 0) << 1)
-                              | (UInt32(inv_d.z < 0) << 2)) + pbc.select(active, 0, self.nodes)
-        best = UInt32(NO_HIT)
-        leaf = UInt32(0)         # a leaf put off: its next triangle | triangles left << 29
+        node = self.stride * (jit.UInt32(inv_d.x < 0) | (jit.UInt32(inv_d.y < 0) << 1)
+                              | (jit.UInt32(inv_d.z < 0) << 2)) + pbc.select(active, 0, self.nodes)
+        best = jit.UInt32(NO_HIT)
+        leaf = jit.UInt32(0)         # a leaf put off: its next triangle | triangles left << 29
         while pbc.hint(self._before_end(node) | (leaf >= LEAF_ONE), mode=mode, label='bvh'):
             searching = self._before_end(node)
             box, link = self._enters(ray, node, t_max, ordered=True)
@@ -185,16 +185,16 @@ class Accel:
         """(whether the ray enters the box of `node` at a distance below t_max, the node's
         link). `ordered`: the node's copy lists the ray's near planes first; else each
         axis's planes are ordered here."""
-        near_xy, near_z_far_x, far_yz, link = pbc.gather(Array4u, self.node_data, node)
+        near_xy, near_z_far_x, far_yz, link = pbc.gather(jit.Array4u, self.node_data, node)
         step, start = ray.step, ray.start
-        tn = Array3f(_plane(near_xy & 0xFFFF, step.x, start.x),
-                     _plane(near_xy >> 16, step.y, start.y),
-                     _plane(near_z_far_x & 0xFFFF, step.z, start.z))
-        tf = Array3f(_plane(near_z_far_x >> 16, step.x, start.x),
-                     _plane(far_yz & 0xFFFF, step.y, start.y),
-                     _plane(far_yz >> 16, step.z, start.z))
+        tn = jit.Array3f(_plane(near_xy & 0xFFFF, step.x, start.x),
+                         _plane(near_xy >> 16, step.y, start.y),
+                         _plane(near_z_far_x & 0xFFFF, step.z, start.z))
+        tf = jit.Array3f(_plane(near_z_far_x >> 16, step.x, start.x),
+                         _plane(far_yz & 0xFFFF, step.y, start.y),
+                         _plane(far_yz >> 16, step.z, start.z))
         if not ordered:
-            tn, tf = Array3f(*map(_min, tn, tf)), Array3f(*map(_max, tn, tf))
+            tn, tf = jit.Array3f(*map(_min, tn, tf)), jit.Array3f(*map(_max, tn, tf))
         # The box's span of the ray, clipped to [0, t_max] (one compare, where testing
         # near <= far, far >= 0 and near < t_max took three and their masks' merging: ambient
         # occlusion 1.21 -> 1.04 s of CPU time, Zen 3; a box that only touches t_max is
@@ -218,19 +218,19 @@ class _Ray(NamedTuple):
     """A ray as the traversal reads it: its origin, its watertight test's frame, and the
     slab distances of grid plane q along each axis, (base + q scale - o) / d, as the FMA
     q step + start (the grid's margin covers its rounding: see _pack_nodes)."""
-    o: Array3f
+    o: 'jit.Array3f'
     frame: '_Shear'
-    inv_d: Array3f
-    step: Array3f
-    start: Array3f
+    inv_d: 'jit.Array3f'
+    step: 'jit.Array3f'
+    start: 'jit.Array3f'
 
     @staticmethod
     def of(o, d, base, scale):
-        safe = Array3f(*(pbc.select(pbc.abs(c) < TINY, pbc.copysign(TINY, c), c)
-                         for c in (d.x, d.y, d.z)))
+        safe = jit.Array3f(*(pbc.select(pbc.abs(c) < TINY, pbc.copysign(TINY, c), c)
+                             for c in (d.x, d.y, d.z)))
         inv_d = 1.0 / safe
-        return _Ray(o, _Shear.of(d), inv_d, Array3f(*scale) * inv_d,
-                    (Array3f(*base) - o) * inv_d)
+        return _Ray(o, _Shear.of(d), inv_d, jit.Array3f(*scale) * inv_d,
+                    (jit.Array3f(*base) - o) * inv_d)
 
 
 class _Shear(NamedTuple):
@@ -243,10 +243,10 @@ class _Shear(NamedTuple):
     cost several shuffles at each use on processors without AVX-512. (With the one-hot
     rows, p.x - sx p.z is what it was, or its fused form: a vertex's coordinates are the
     same for every triangle that shares it, which is what keeps the test watertight.)"""
-    mx: Array3f
-    my: Array3f
-    mz: Array3f
-    sz: Float
+    mx: 'jit.Array3f'
+    my: 'jit.Array3f'
+    mz: 'jit.Array3f'
+    sz: 'jit.Float'
 
     @staticmethod
     def of(d):
@@ -277,8 +277,8 @@ class _Shear(NamedTuple):
 
 def _one_hot(is0, is1):
     """(1, 0, 0), (0, 1, 0) or (0, 0, 1) per lane, as the masks say (see _pick)."""
-    return Array3f(pbc.select(is0, 1.0, 0.0), pbc.select(~is0 & is1, 1.0, 0.0),
-                   pbc.select(is0 | is1, 0.0, 1.0))
+    return jit.Array3f(pbc.select(is0, 1.0, 0.0), pbc.select(~is0 & is1, 1.0, 0.0),
+                       pbc.select(is0 | is1, 0.0, 1.0))
 
 
 def _inside(u, v, w):
@@ -291,7 +291,7 @@ def _inside(u, v, w):
 def _plane(q, step, start):
     """The distance along a ray to the plane of 16-bit grid coordinate q (a UInt32 below
     2^16: its conversion as an Int32 is one instruction, an unsigned one several)."""
-    return pbc.fma(Float(Int32(q)), step, start)
+    return pbc.fma(jit.Float(jit.Int32(q)), step, start)
 
 
 def _pack_nodes(trees, stride):
@@ -326,7 +326,7 @@ def _pack_nodes(trees, stride):
         words[octant, :n] = np.stack([near[:, 0] | near[:, 1] << 16,
                                       near[:, 2] | far[:, 0] << 16,
                                       far[:, 1] | far[:, 2] << 16, link], axis=1)
-    return tuple(base.tolist()), tuple(scale.tolist()), UInt32(words.ravel())
+    return tuple(base.tolist()), tuple(scale.tolist()), jit.UInt32(words.ravel())
 
 
 def brute_force(triangles, o, d, t_max=np.inf, chunk=256):

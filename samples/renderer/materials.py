@@ -9,8 +9,8 @@ towards where the ray came from, `wo` the unit direction a path continues in."""
 import numpy as np
 
 import pbc
-from pbc.llvm import Array3f, Int32, UInt32
 
+from . import jit
 from .ao import square_to_cosine_hemisphere, to_world
 
 
@@ -30,7 +30,7 @@ class Diffuse(BSDF):
 
     def __init__(self, albedo):
         super().__init__()
-        self.albedo = Array3f(*np.asarray(albedo, np.float32))
+        self.albedo = jit.Array3f(*np.asarray(albedo, np.float32))
 
     def reflectance(self, si):
         return self.albedo
@@ -39,14 +39,14 @@ class Diffuse(BSDF):
         cos_i, cos_o = pbc.dot(si.n, wi), pbc.dot(si.n, wo)
         front = (cos_i > 0) & (cos_o > 0)
         value = self.reflectance(si) * (cos_o / np.pi)
-        return (pbc.select(front, value, Array3f(0.0)),
+        return (pbc.select(front, value, jit.Array3f(0.0)),
                 pbc.select(front, cos_o / np.pi, 0.0))
 
     def sample(self, si, wi, u):
         wo = to_world(si.n, square_to_cosine_hemisphere(u))
         cos_o = pbc.dot(si.n, wo)
         front = (pbc.dot(si.n, wi) > 0) & (cos_o > 0)
-        return (wo, pbc.select(front, self.reflectance(si), Array3f(0.0)),
+        return (wo, pbc.select(front, self.reflectance(si), jit.Array3f(0.0)),
                 pbc.select(front, cos_o / np.pi, 0.0))
 
 
@@ -62,7 +62,7 @@ class TexturedDiffuse(Diffuse):
         if texture.ndim != 3 or texture.shape[2] != 3 or texture.size == 0:
             raise ValueError('TexturedDiffuse: expects an (H, W, 3) array of texels')
         self.height, self.width = texture.shape[:2]
-        self.texture = Array3f(texture.reshape(-1, 3).T)
+        self.texture = jit.Array3f(texture.reshape(-1, 3).T)
 
     def reflectance(self, si):
         w, h = self.width, self.height
@@ -70,12 +70,12 @@ class TexturedDiffuse(Diffuse):
         x0, y0 = pbc.floor(x), pbc.floor(y)
         fx, fy = x - x0, y - y0
         # (texel coordinates taken modulo the size: repeat)
-        ix0 = UInt32(Int32(x0) % w + w) % w
-        iy0 = UInt32(Int32(y0) % h + h) % h
+        ix0 = jit.UInt32(jit.Int32(x0) % w + w) % w
+        iy0 = jit.UInt32(jit.Int32(y0) % h + h) % h
         ix1, iy1 = (ix0 + 1) % w, (iy0 + 1) % h
 
         def texel(ix, iy):
-            return pbc.gather(Array3f, self.texture, iy * w + ix)
+            return pbc.gather(jit.Array3f, self.texture, iy * w + ix)
         return (texel(ix0, iy0) * ((1 - fx) * (1 - fy)) + texel(ix1, iy0) * (fx * (1 - fy))
                 + texel(ix0, iy1) * ((1 - fx) * fy) + texel(ix1, iy1) * (fx * fy))
 
@@ -106,28 +106,28 @@ class AreaEmitter(Emitter):
         self.count = len(tri)
         self.cdf_np = (np.cumsum(area) / self.area).astype(np.float32)
         self.cdf_np[-1] = 1.0
-        self.cdf = pbc.llvm.Float(self.cdf_np)
-        self.corners = [Array3f(tri[:, c].T) for c in range(3)]
-        self.normals = Array3f((cross / np.linalg.norm(cross, axis=1, keepdims=True)).T)
-        self.radiance = Array3f(*np.asarray(radiance, np.float32))
+        self.cdf = jit.Float(self.cdf_np)
+        self.corners = [jit.Array3f(tri[:, c].T) for c in range(3)]
+        self.normals = jit.Array3f((cross / np.linalg.norm(cross, axis=1, keepdims=True)).T)
+        self.radiance = jit.Array3f(*np.asarray(radiance, np.float32))
 
     def eval(self, si, wi):
-        return pbc.select(pbc.dot(si.n, wi) > 0, self.radiance, Array3f(0.0))
+        return pbc.select(pbc.dot(si.n, wi) > 0, self.radiance, jit.Array3f(0.0))
 
     def sample_position(self, u_tri, u):
         # The first triangle whose cumulative area share exceeds u_tri: a binary search
         # unrolled at trace time, one gather per step.
-        k, size = UInt32(0), self.count
+        k, size = jit.UInt32(0), self.count
         while size > 1:
             half = size // 2
-            k = pbc.select(pbc.gather(pbc.llvm.Float, self.cdf, k + (half - 1)) <= u_tri,
+            k = pbc.select(pbc.gather(jit.Float, self.cdf, k + (half - 1)) <= u_tri,
                            k + half, k)
             size -= half
-        p0, p1, p2 = (pbc.gather(Array3f, c, k) for c in self.corners)
+        p0, p1, p2 = (pbc.gather(jit.Array3f, c, k) for c in self.corners)
         # Uniform barycentrics (Turk's mapping), as Mitsuba's square_to_uniform_triangle.
         t = pbc.sqrt(1 - u.x)
         b1, b2 = 1 - t, u.y * t
-        return p0 * (1 - b1 - b2) + p1 * b1 + p2 * b2, pbc.gather(Array3f, self.normals, k)
+        return p0 * (1 - b1 - b2) + p1 * b1 + p2 * b2, pbc.gather(jit.Array3f, self.normals, k)
 
 
 def scene_emitters(scene):

@@ -14,8 +14,8 @@ sample (2), Russian roulette (1)."""
 import numpy as np
 
 import pbc
-from pbc.llvm import PCG32, Array2f, Array3f, Bool, Float, Ptr, UInt32, UInt64
 
+from . import jit
 from .ao import RAY_EPSILON, camera_rays
 from .materials import BSDF, Diffuse, Emitter, scene_emitters
 from .shapes import Geometry, SurfacePoint
@@ -55,15 +55,15 @@ class PathTracer:
         if len(bsdfs) != len(geo):
             raise ValueError(f'PathTracer: {len(bsdfs)} BSDFs for {len(geo)} shapes')
         self.bsdfs = list(bsdfs)
-        self.shape_bsdf = Ptr[BSDF](self.bsdfs)
+        self.shape_bsdf = jit.Ptr[BSDF](self.bsdfs)
         # The scene's area lights: a pointer per shape (none for most), and a choice among
         # them in proportion to their areas for next-event estimation.
         emitters = scene_emitters(scene)
         if not emitters:
             raise ValueError('PathTracer: the scene has no emitter')
         self.emitters = list(emitters.values())
-        self.shape_emitter = Ptr[Emitter]([emitters.get(k) for k in range(len(geo))])
-        self.emitter_table = Ptr[Emitter](self.emitters)
+        self.shape_emitter = jit.Ptr[Emitter]([emitters.get(k) for k in range(len(geo))])
+        self.emitter_table = jit.Ptr[Emitter](self.emitters)
         self.total_area = sum(e.area for e in self.emitters)
         self.emitter_cdf = np.cumsum([e.area for e in self.emitters]) / self.total_area
 
@@ -79,12 +79,12 @@ class PathTracer:
     def _streams(size, seed):
         """A PCG32 stream per pixel; the seed lives in memory, so that another seed runs
         the same kernel."""
-        return PCG32(size=size, initstate=pbc.opaque(UInt64, PCG32_STATE + seed))
+        return jit.PCG32(size=size, initstate=pbc.opaque(jit.UInt64, PCG32_STATE + seed))
 
     @pbc.syntax
     def _pixels(self, w, h, spp, rng, mode):
-        total = Array3f(0.0)
-        s = UInt32(0)
+        total = jit.Array3f(0.0)
+        s = jit.UInt32(0)
         while pbc.hint(s < spp, mode=mode, label='samples'):
             du, dv = rng.next_float32(), rng.next_float32()
             o, d = camera_rays(self.scene.camera, w, h, du, dv)
@@ -97,7 +97,7 @@ class PathTracer:
         to its area (u_choice, reused within it), then a uniform point on it. The density
         per unit area is 1 / total_area."""
         cdf = [float(c) for c in self.emitter_cdf]
-        index, lo, hi = UInt32(0), Float(0.0), Float(cdf[0])
+        index, lo, hi = jit.UInt32(0), jit.Float(0.0), jit.Float(cdf[0])
         u_within = u_choice
         for k in range(1, len(cdf)):                    # (few emitters: selects)
             past = u_choice >= cdf[k - 1]
@@ -106,7 +106,7 @@ class PathTracer:
             hi = pbc.select(past, cdf[k], hi)
         if len(cdf) > 1:
             u_within = (u_choice - lo) / (hi - lo)
-        emitter = pbc.gather(Ptr[Emitter], self.emitter_table, index)
+        emitter = pbc.gather(jit.Ptr[Emitter], self.emitter_table, index)
         q, nq = emitter.sample_position(u_within, u)
         return q, nq, emitter
 
@@ -114,9 +114,9 @@ class PathTracer:
     def _path(self, o, d, rng, mode):
         """The radiance arriving along the rays (o, d)."""
         geo = self.geometry
-        radiance, beta = Array3f(0.0), Array3f(1.0)
-        depth = UInt32(0)
-        prev_pdf, prev_delta = Float(1.0), Bool(True)    # (no MIS for the camera ray)
+        radiance, beta = jit.Array3f(0.0), jit.Array3f(1.0)
+        depth = jit.UInt32(0)
+        prev_pdf, prev_delta = jit.Float(1.0), jit.Bool(True)    # (no MIS for the camera ray)
         hit = geo.ray_intersect(o, d, mode=mode)
         active = hit.valid
         while pbc.hint(active, mode=mode, label='path', max_iterations=self.max_depth):
@@ -125,14 +125,14 @@ class PathTracer:
             wi = -d
             radiance += self._emitted(hit, si, shape, wi, beta, prev_pdf, prev_delta)
             more = depth + 1 < self.max_depth
-            bsdf = pbc.gather(Ptr[BSDF], self.shape_bsdf, shape, more)
+            bsdf = pbc.gather(jit.Ptr[BSDF], self.shape_bsdf, shape, more)
             radiance += self._next_event(si, wi, bsdf, more, beta, rng, mode)
 
             # BSDF sampling: the path's next direction.
-            u_bsdf = Array2f(rng.next_float32(), rng.next_float32())
+            u_bsdf = jit.Array2f(rng.next_float32(), rng.next_float32())
             wo, bsdf_weight, pdf = bsdf.sample(si, wi, u_bsdf)
             beta *= bsdf_weight
-            prev_pdf, prev_delta = pdf, Bool(False)
+            prev_pdf, prev_delta = pdf, jit.Bool(False)
             o, d, hit, beta, active = self._advance(si, wo, beta, depth, more, rng, mode)
             depth += 1
         return radiance
@@ -140,7 +140,7 @@ class PathTracer:
     def _emitted(self, hit, si, shape, wi, beta, prev_pdf, prev_delta):
         """Emission where the path hits a light's front side, weighted against the chance
         that next-event estimation at the previous vertex chose this point."""
-        emitter = pbc.gather(Ptr[Emitter], self.shape_emitter, shape)
+        emitter = pbc.gather(jit.Ptr[Emitter], self.shape_emitter, shape)
         le = emitter.eval(si, wi)
         light_pdf = hit.t * hit.t / (pbc.abs(pbc.dot(si.n, wi)) * self.total_area)
         weight = pbc.select(prev_delta, 1.0, mis_weight(prev_pdf, light_pdf))
@@ -151,13 +151,13 @@ class PathTracer:
         something blocks it, weighted against BSDF sampling's chance of finding it."""
         p, n = si.p, si.n
         u_light = rng.next_float32()
-        u_point = Array2f(rng.next_float32(), rng.next_float32())
+        u_point = jit.Array2f(rng.next_float32(), rng.next_float32())
         q, nq, light = self._sample_emitter(u_light, u_point)
         to_light = q - p
         dist = pbc.norm(to_light)
         wl = to_light / dist
         cos_l = -pbc.dot(nq, wl)
-        le_q = light.eval(SurfacePoint(q, nq, Array2f(0.0)), -wl)
+        le_q = light.eval(SurfacePoint(q, nq, jit.Array2f(0.0)), -wl)
         f, bsdf_pdf = bsdf.eval_pdf(si, wi, wl)
         lit = more & (cos_l > 0) & (pbc.max(f) > 0)
         # (only lanes that the light reaches trace their shadow rays: a quarter fewer)
@@ -165,7 +165,7 @@ class PathTracer:
                                          lit, mode=mode)
         pdf_l = dist * dist / (cos_l * self.total_area)
         return pbc.select(lit & ~blocked, beta * f * le_q * (mis_weight(pdf_l, bsdf_pdf) / pdf_l),
-                          Array3f(0.0))
+                          jit.Array3f(0.0))
 
     def _advance(self, si, wo, beta, depth, more, rng, mode):
         """The path's next segment, from si in direction wo, past Russian roulette (from

@@ -18,8 +18,8 @@ exist, not through their values); with roulette off (rr_depth >= max_depth), the
 is the exact derivative of the primal image for the same random numbers."""
 
 import pbc
-from pbc.llvm import Array2f, Array3f, Bool, Float, Ptr, UInt32, UInt64
 
+from . import jit
 from .ao import camera_rays
 from .materials import BSDF
 from .path import PathTracer
@@ -35,7 +35,7 @@ class PathReplay(PathTracer):
         the paths it replayed: render(w, h, spp, mode, seed)'s."""
         cam = self.scene.camera
         w, h = w or cam.width, h or cam.height
-        grad = Array3f(grad_image)
+        grad = jit.Array3f(grad_image)
         if pbc.width(grad) not in (1, w * h):
             raise ValueError(f'render_backward: the adjoint image has {pbc.width(grad)} pixels, '
                              f'not {w} x {h}')
@@ -45,13 +45,13 @@ class PathReplay(PathTracer):
 
     @pbc.syntax
     def _pixels_backward(self, w, h, spp, rng, grad, mode):
-        total = Array3f(0.0)
-        s = UInt32(0)
+        total = jit.Array3f(0.0)
+        s = jit.UInt32(0)
         while pbc.hint(s < spp, mode=mode, label='samples'):
             # (the random numbers of _pixels, in its order)
             du, dv = rng.next_float32(), rng.next_float32()
             o, d = camera_rays(self.scene.camera, w, h, du, dv)
-            start = UInt64(rng.state)
+            start = jit.UInt64(rng.state)
             L = self._path(o, d, rng, mode)
             rng.state = start
             self._replay(o, d, rng, L, grad, mode)
@@ -64,10 +64,10 @@ class PathReplay(PathTracer):
         """The path that _path traced from (o, d) with these random numbers again, L its
         radiance: backpropagates grad times its derivatives, vertex by vertex."""
         geo = self.geometry
-        remaining = Array3f(L)          # (a copy: the loop changes it in place)
-        beta = Array3f(1.0)
-        depth = UInt32(0)
-        prev_pdf, prev_delta = Float(1.0), Bool(True)
+        remaining = jit.Array3f(L)          # (a copy: the loop changes it in place)
+        beta = jit.Array3f(1.0)
+        depth = jit.UInt32(0)
+        prev_pdf, prev_delta = jit.Float(1.0), jit.Bool(True)
         hit = geo.ray_intersect(o, d, mode=mode)
         active = hit.valid
         while pbc.hint(active, mode=mode, label='replay'):
@@ -76,10 +76,10 @@ class PathReplay(PathTracer):
             wi = -d
             remaining -= self._emitted(hit, si, shape, wi, beta, prev_pdf, prev_delta)
             more = depth + 1 < self.max_depth
-            bsdf = pbc.gather(Ptr[BSDF], self.shape_bsdf, shape, more)
+            bsdf = pbc.gather(jit.Ptr[BSDF], self.shape_bsdf, shape, more)
             with pbc.resume_grad():
                 direct = self._next_event(si, wi, bsdf, more, beta, rng, mode)
-            u_bsdf = Array2f(rng.next_float32(), rng.next_float32())
+            u_bsdf = jit.Array2f(rng.next_float32(), rng.next_float32())
             wo, bsdf_weight, pdf = bsdf.sample(si, wi, u_bsdf)
             # (what arrives from further along the path: its vertices' contributions all
             # carry this vertex's BSDF value in the throughput)
@@ -93,6 +93,6 @@ class PathReplay(PathTracer):
                 pbc.backward_from(grad * (direct + remaining * ratio),
                                   flags=pbc.ADFlag.Default | pbc.ADFlag.AllowNoGrad)
             beta *= bsdf_weight
-            prev_pdf, prev_delta = pdf, Bool(False)
+            prev_pdf, prev_delta = pdf, jit.Bool(False)
             o, d, hit, beta, active = self._advance(si, wo, beta, depth, more, rng, mode)
             depth += 1

@@ -13,8 +13,8 @@ from typing import NamedTuple
 import numpy as np
 
 import pbc
-from pbc.llvm import Array2f, Array3f, Bool, Ptr, UInt32
 
+from . import jit
 from .intersect import NO_HIT, Accel, Hit
 
 
@@ -22,9 +22,9 @@ class SurfacePoint(NamedTuple):
     """A point on a surface: position, unit geometric normal (a mesh's: the side its
     triangles' corners wind counter-clockwise around; a sphere's: outwards) and surface
     coordinates in [0, 1]^2."""
-    p: Array3f
-    n: Array3f
-    uv: Array2f
+    p: 'jit.Array3f'
+    n: 'jit.Array3f'
+    uv: 'jit.Array2f'
 
 
 class Shape(pbc.Object):
@@ -45,8 +45,8 @@ class MeshShape(Shape):
         self.uv0, self.uv1, self.uv2 = uvs
 
     def surface_point(self, o, d, hit):
-        n = pbc.gather(Array3f, self.normals, hit.prim)
-        uv0, uv1, uv2 = (pbc.gather(Array2f, a, hit.prim) for a in (self.uv0, self.uv1,
+        n = pbc.gather(jit.Array3f, self.normals, hit.prim)
+        uv0, uv1, uv2 = (pbc.gather(jit.Array2f, a, hit.prim) for a in (self.uv0, self.uv1,
                                                                         self.uv2))
         uv = uv0 * (1 - hit.b1 - hit.b2) + uv1 * hit.b1 + uv2 * hit.b2
         return SurfacePoint(self.accel.position(hit), n, uv)
@@ -62,7 +62,7 @@ class Sphere(Shape):
             raise ValueError(f'Sphere: the radius must be positive, not {radius}')
         self.center_np = np.asarray(center, np.float32)
         self.radius = float(radius)
-        self.center = Array3f(*self.center_np)
+        self.center = jit.Array3f(*self.center_np)
 
     def intersect(self, o, d, t_max):
         """The nearest distance in [0, t_max) at which the rays (o, d) (d of unit length)
@@ -86,7 +86,7 @@ class Sphere(Shape):
         n = pbc.normalize(o + d * hit.t - self.center)
         u = (pbc.atan2(n.x, n.z) + np.pi) / (2 * np.pi)
         v = pbc.acos(pbc.clip(n.y, -1.0, 1.0)) / np.pi
-        return SurfacePoint(self.center + n * self.radius, n, Array2f(u, v))
+        return SurfacePoint(self.center + n * self.radius, n, jit.Array2f(u, v))
 
 
 def planar_uvs(scene):
@@ -114,13 +114,13 @@ class Geometry:
         self.scene = scene
         self.accel = accel or Accel(scene.triangles)
         self.triangles = len(scene.triangles)
-        self.normals = Array3f(scene.normals.astype(np.float32).T)
-        self.uvs = [Array2f(c.T) for c in planar_uvs(scene)]
-        self.mesh_of = UInt32(scene.mesh_of)
+        self.normals = jit.Array3f(scene.normals.astype(np.float32).T)
+        self.uvs = [jit.Array2f(c.T) for c in planar_uvs(scene)]
+        self.mesh_of = jit.UInt32(scene.mesh_of)
         self.spheres = list(spheres)
         self.mesh_shape = MeshShape(self.accel, self.normals, self.uvs)
         self.meshes = [self.mesh_shape] * len(scene.meshes)
-        self.shapes = Ptr[Shape](self.meshes + self.spheres)
+        self.shapes = jit.Ptr[Shape](self.meshes + self.spheres)
         pbc.eval(self.normals, self.uvs, self.mesh_of)
 
     def __len__(self):
@@ -143,14 +143,14 @@ class Geometry:
     def ray_test(self, o, d, t_max=float('inf'), active=True, mode=None):
         """Whether the rays (o, d), d of unit length, hit anything in [0, t_max) (False
         where the lane is not `active`)."""
-        blocked = Bool(False)
+        blocked = jit.Bool(False)
         for sphere in self.spheres:
             blocked |= (sphere.intersect(o, d, t_max) < t_max) & active
         return blocked | self.accel.ray_test(o, d, t_max, active, mode=mode)
 
     def shape_id(self, hit):
         """The shape of each hit (UInt32; undefined where there is none)."""
-        mesh = pbc.gather(UInt32, self.mesh_of, hit.prim, hit.prim < self.triangles)
+        mesh = pbc.gather(jit.UInt32, self.mesh_of, hit.prim, hit.prim < self.triangles)
         return pbc.select(hit.prim < self.triangles, mesh,
                           hit.prim - self.triangles + len(self.meshes))
 
@@ -158,6 +158,6 @@ class Geometry:
         """The SurfacePoint of each hit (zeros where there is none), by a call of its
         shape's surface_point; `shape`: shape_id(hit), if already known."""
         shape = self.shape_id(hit) if shape is None else shape
-        ptr = pbc.gather(Ptr[Shape], self.shapes, shape, hit.valid)
+        ptr = pbc.gather(jit.Ptr[Shape], self.shapes, shape, hit.valid)
         return ptr.surface_point(o, d, hit)
 
