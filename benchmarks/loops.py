@@ -117,6 +117,7 @@ def child_ao(mode):
 
     import pbc
     from pbc.llvm import Float
+    sys.path.insert(0, os.path.join(ROOT, 'samples'))    # (the sample imports `renderer`)
     spec = importlib.util.spec_from_file_location(
         'ambient_occlusion', os.path.join(ROOT, 'samples', 'ambient_occlusion.py'))
     ao = importlib.util.module_from_spec(spec)

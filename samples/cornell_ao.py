@@ -3,13 +3,15 @@ inside pbc's kernels: one camera ray per pixel centre, then `num_rays` cosine-we
 shadow rays per hit, as the scene file defines them (see samples/renderer/ao.py).
 
     python samples/cornell_ao.py --size 512 --spp 64 --output cornell_ao.png
+    python samples/cornell_ao.py --backend cuda --save-npy    # on a GPU, + the floats
 """
 
 import argparse
+import os
 import time
 
 import numpy as np
-from renderer import ao, scene
+from renderer import ao, jit, scene
 
 import pbc
 
@@ -24,7 +26,12 @@ def main():
                         help='record the loops into the kernel, or run them one kernel per '
                              'iteration')
     parser.add_argument('--output', default='cornell_ao.png')
+    jit.add_argument(parser)
+    parser.add_argument('--save-npy', nargs='?', const='', metavar='PATH',
+                        help='also save the image as a float32 (H, W) NumPy array (default '
+                             'path: the PNG\'s, ending in .npy)')
     args = parser.parse_args()
+    jit.use(args.backend)               # (before the scene's arrays are made)
 
     t0 = time.perf_counter()
     sc = scene.load(args.scene)
@@ -42,10 +49,14 @@ def main():
         pbc.sync_thread()                       # (launches return while the kernel runs)
         times.append(time.perf_counter() - t)
     from PIL import Image  # the `samples` extra
-    pixels = (np.clip(image.numpy().reshape(h, w), 0, 1) * 255 + 0.5).astype(np.uint8)
+    values = image.numpy().reshape(h, w)
+    pixels = (np.clip(values, 0, 1) * 255 + 0.5).astype(np.uint8)
     Image.fromarray(pixels).save(args.output)
+    if args.save_npy is not None:
+        np.save(args.save_npy or os.path.splitext(args.output)[0] + '.npy', values)
+    where = 'cuda' if args.backend == 'cuda' else f'{pbc.thread_count()} threads'
     print(f'{w}x{h} ambient occlusion, {spp} rays per pixel, {len(sc.triangles)} triangles, '
-          f'{args.mode} loops -> {args.output} ({pbc.thread_count()} threads)')
+          f'{args.mode} loops -> {args.output} ({where})')
     print(f'scene + BVH {(t1 - t0) * 1e3:8.1f} ms')
     print(f'first       {times[0] * 1e3:8.1f} ms (trace, compile, run)')
     print(f'warm        {times[1] * 1e3:8.1f} ms')

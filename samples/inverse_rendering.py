@@ -12,11 +12,14 @@ the whole image at 16 paths per pixel). With --fresh-noise every step draws othe
 numbers instead (as for a photograph), and the texture's error shows the progress.
 
     python samples/inverse_rendering.py --size 128 --spp 4 --steps 60 --output-dir out
+    python samples/inverse_rendering.py --backend cuda --save-npy --output-dir out  # GPU
 
 Writes target.png (the image to match, rendered with the hidden texture), initial.png
 and final.png (renders with the grey and the recovered textures, as many paths per pixel
 as the target), textures.png (the hidden, initial and recovered textures) and loss.png
-(the loss per step).
+(the loss per step); with --save-npy also the raw values beside them: target.npy,
+initial.npy and final.npy (linear radiance, (H, W, 3)), textures.npy (3, 8, 8, 3) and
+loss.npy.
 """
 
 import argparse
@@ -24,11 +27,10 @@ import os
 import time
 
 import numpy as np
-from renderer import prb, scene
+from renderer import jit, prb, scene
 from renderer.materials import TexturedDiffuse
 
 import pbc
-from pbc.llvm import Array3f
 
 TEXELS = 8                         # the texture: TEXELS x TEXELS RGB texels
 
@@ -43,11 +45,17 @@ def hidden_texture(n=TEXELS):
 
 
 def optimize(size=128, spp=4, steps=60, view_spp=256, lr=0.05, max_depth=4,
-             fresh_noise=False, progress=None):
+             fresh_noise=False, progress=None, backend=None):
     """Runs the optimization; returns a dict: renders with the hidden, initial and
     recovered textures at view_spp paths per pixel ('target', 'initial', 'final': NumPy,
     (h, w, 3)), the textures (hidden, initial, recovered), the loss per step, the kernels
-    compiled per step, and the seconds per step after the first."""
+    compiled per step, and the seconds per step after the first. backend: 'llvm' or
+    'cuda' (None: renderer.jit's current one)."""
+    with jit.using(backend):
+        return _optimize(size, spp, steps, view_spp, lr, max_depth, fresh_noise, progress)
+
+
+def _optimize(size, spp, steps, view_spp, lr, max_depth, fresh_noise, progress):
     sc = scene.load('cornell')
     plain = prb.PathReplay(sc, max_depth=max_depth)
     bsdfs = list(plain.bsdfs)
@@ -68,7 +76,7 @@ def optimize(size=128, spp=4, steps=60, view_spp=256, lr=0.05, max_depth=4,
     hidden = wall.texture.numpy().T.reshape(TEXELS, TEXELS, 3)
     target = render(spp, seed=0)
     views = [picture(render(view_spp, seed=1 << 20))]
-    wall.texture = Array3f(np.full((3, TEXELS * TEXELS), 0.5, np.float32))
+    wall.texture = jit.Array3f(np.full((3, TEXELS * TEXELS), 0.5, np.float32))
     initial_texture = wall.texture.numpy().T.reshape(TEXELS, TEXELS, 3)
     views.append(picture(render(view_spp, seed=1 << 20)))
     opt = pbc.opt.Adam(lr=lr, params={'texture': wall.texture})
@@ -116,7 +124,12 @@ def main():
     parser.add_argument('--fresh-noise', action='store_true',
                         help='other random numbers at every step than in the target')
     parser.add_argument('--output-dir', default='.')
+    jit.add_argument(parser)
+    parser.add_argument('--save-npy', action='store_true',
+                        help='also save the raw images, textures and losses as .npy files '
+                             'beside the PNGs')
     args = parser.parse_args()
+    jit.use(args.backend)
 
     from tqdm import tqdm  # the `samples` extra
     os.makedirs(args.output_dir, exist_ok=True)
@@ -129,6 +142,11 @@ def main():
 
     for name in ('target', 'initial', 'final'):
         save_png(os.path.join(args.output_dir, f'{name}.png'), r[name])
+    if args.save_npy:
+        for name, values in (('target', r['target']), ('initial', r['initial']),
+                             ('final', r['final']), ('textures', np.stack(r['textures'])),
+                             ('loss', np.array(r['losses'], np.float64))):
+            np.save(os.path.join(args.output_dir, f'{name}.npy'), values)
     strip = np.concatenate([np.pad(t, ((1, 1), (1, 1), (0, 0)), constant_values=1.0)
                             for t in r['textures']], axis=1)
     save_png(os.path.join(args.output_dir, 'textures.png'), np.kron(strip, np.ones((16, 16, 1))))
@@ -148,9 +166,10 @@ def main():
     print(f'loss {losses[0]:.4g} -> {losses[-1]:.4g} ({losses[0] / losses[-1]:.0f}x lower)')
     print(f'texture RMSE {np.sqrt(np.mean((initial - hidden) ** 2)):.4f} -> '
           f'{np.sqrt(np.mean((recovered - hidden) ** 2)):.4f}')
+    where = 'cuda' if args.backend == 'cuda' else f'{pbc.thread_count()} threads'
     print(f'kernels compiled per step: {r["compiled"][:3]} ... {r["compiled"][-3:]}; '
           f'{r["step_time"] * 1e3:.0f} ms per step after the first '
-          f'({pbc.thread_count()} threads); images in {args.output_dir}')
+          f'({where}); images in {args.output_dir}')
 
 
 if __name__ == '__main__':
