@@ -1,8 +1,8 @@
 """Session-wide test support: the backend the suite runs on (PBC_TEST_BACKEND, see
 tests/suite_backend.py; with `cuda` and no GPU here, through the stand-in driver), a record
 of every Kernel the LLVM backend compiles (so that tests/test_zz_ptx_all_kernels.py can
-check that the PTX renderer handles all of them), a batched ptxas runner, and a way to
-compile at a chosen vector width."""
+check that the PTX renderer handles all of them), a batched ptxas runner, a way to
+compile at a chosen vector width, and `fake_gpu`: the stand-in driver for one test."""
 
 import contextlib
 import functools
@@ -47,6 +47,22 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if other in item.keywords:
             item.add_marker(skip)
+
+
+@pytest.fixture
+def fake_gpu(monkeypatch):
+    """The stand-in driver (tests/cuda_standin.py) in place of the real one, for one test:
+    pbc.cuda runs here, on any machine, its kernels computed by the LLVM backend. Checks
+    afterwards that the test left nothing on the "device"."""
+    standin = cuda_standin.Installed(monkeypatch.setattr)
+    driver = standin.driver
+    yield driver
+    assert driver.depth == 0              # every push was popped
+    made = standin.close()
+    if made is not None:
+        assert made.memory.cached == made.memory.live == made.modules == {}
+        assert driver.blocks == {} and driver.queue == [] and driver.modules == {}
+        assert driver.depth == 0 and driver.retained == 0
 
 
 @contextlib.contextmanager

@@ -9,8 +9,8 @@ is that the PTX computes what the LLVM code computes (ptxas checks that it assem
 tests/test_ptx.py), nor the driver's timing: that needs a GPU.
 
 `install()` puts it in place of the driver for a whole test session
-(PBC_TEST_BACKEND=cuda without a GPU: tests/conftest.py); tests/test_cuda.py's `fake_gpu`
-fixture makes one per test.
+(PBC_TEST_BACKEND=cuda without a GPU: tests/conftest.py); the `fake_gpu` fixture of
+tests/conftest.py makes one per test.
 """
 
 import atexit

@@ -16,7 +16,6 @@ Three kinds of checks:
 import ctypes
 import io
 
-import cuda_standin
 import numpy as np
 import pytest
 
@@ -61,20 +60,6 @@ def test_cuda_module_has_the_llvm_module_names():
     assert pbc.backend_v(pbc.cuda.Float) is pbc.JitBackend.CUDA and pbc.is_cuda_v(pbc.cuda.Float)
     with pytest.raises(Exception, match='backend'):
         pbc.cuda.Float(1) + pbc.llvm.Float(1)
-
-
-@pytest.fixture
-def fake_gpu(monkeypatch):
-    """The stand-in driver (tests/cuda_standin.py) in place of the real one, for one test."""
-    standin = cuda_standin.Installed(monkeypatch.setattr)
-    driver = standin.driver
-    yield driver
-    assert driver.depth == 0              # every push was popped
-    made = standin.close()
-    if made is not None:
-        assert made.memory.cached == made.memory.live == made.modules == {}
-        assert driver.blocks == {} and driver.queue == [] and driver.modules == {}
-        assert driver.depth == 0 and driver.retained == 0
 
 
 def test_arithmetic_runs_through_the_launcher(fake_gpu):
