@@ -14,9 +14,17 @@ from suite_backend import Array3f
 from test_pcg32 import references
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / 'samples'))
-from renderer import ao, bvh, intersect, scene  # noqa: E402
+from renderer import ao, bvh, intersect, jit, scene  # noqa: E402
 
 MODES = ('symbolic', 'evaluated')
+
+
+@pytest.fixture(scope='module', autouse=True)
+def renderer_backend():
+    """The renderer builds its arrays on the suite's backend, the one of the tests' arrays
+    (module-wide: set before the module-scoped accelerator and integrators are built)."""
+    with jit.using(suite_backend.NAME):
+        yield
 
 
 @pytest.fixture(scope='module')
@@ -27,6 +35,29 @@ def cornell():
 @pytest.fixture(scope='module')
 def accel(cornell):
     return intersect.Accel(cornell.triangles)
+
+
+# ---- backend -----------------------------------------------------------------------------
+
+def test_jit_names_the_current_backends_types():
+    import pbc.cuda
+    import pbc.llvm
+    assert jit.backend_name() == suite_backend.NAME and jit.Float is suite_backend.Float
+    with jit.using('cuda') as module:
+        assert module is pbc.cuda and jit.Array3f is pbc.cuda.Array3f
+        assert jit.Ptr is pbc.cuda.Ptr and jit.backend_name() == 'cuda'
+        with jit.using(None):                      # (the current one: unchanged)
+            assert jit.PCG32 is pbc.cuda.PCG32
+        with pytest.raises(KeyError), jit.using('llvm'):
+            assert jit.UInt32 is pbc.llvm.UInt32
+            raise KeyError('left by an exception')
+        assert jit.UInt32 is pbc.cuda.UInt32       # (restored all the same)
+    with pytest.raises(ValueError, match="unknown backend 'metal'"):
+        jit.use('metal')
+    assert jit.backend_name() == suite_backend.NAME
+    with pytest.raises(AttributeError, match='NoSuchType'):
+        assert jit.NoSuchType is None
+    assert 'Array3f' in dir(jit)
 
 
 # ---- scene -------------------------------------------------------------------------------

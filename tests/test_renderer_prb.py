@@ -8,17 +8,26 @@ import sys
 
 import numpy as np
 import pytest
+import suite_backend
 from suite_backend import Array3f
 
 import pbc
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / 'samples'))
-from renderer import scene  # noqa: E402
+from renderer import jit, scene  # noqa: E402
 from renderer.materials import TexturedDiffuse  # noqa: E402
 from renderer.prb import PathReplay  # noqa: E402
 
 MODES = ('symbolic', 'evaluated')
 W, H, SPP = 8, 6, 2
+
+
+@pytest.fixture(scope='module', autouse=True)
+def renderer_backend():
+    """The renderer builds its arrays on the suite's backend, the one of the tests' arrays
+    (module-wide: set before the module-scoped tracer is built)."""
+    with jit.using(suite_backend.NAME):
+        yield
 
 
 @pytest.fixture(scope='module')
@@ -140,8 +149,14 @@ def test_inverse_rendering_sample_writes_its_images(tmp_path, monkeypatch, capsy
     import inverse_rendering
     monkeypatch.setattr(sys, 'argv', ['inverse_rendering.py', '--size', '12', '--spp', '2',
                                       '--steps', '3', '--view-spp', '2',
-                                      '--output-dir', str(tmp_path)])
-    inverse_rendering.main()
+                                      '--output-dir', str(tmp_path), '--backend',
+                                      suite_backend.NAME, '--save-npy'])
+    with jit.using(None):                   # (main() chooses the renderer's backend)
+        inverse_rendering.main()
     for name in ('target', 'initial', 'final', 'textures', 'loss'):
         assert (tmp_path / f'{name}.png').stat().st_size > 0
     assert 'x lower' in capsys.readouterr().out
+    for name in ('target', 'initial', 'final'):
+        assert np.load(tmp_path / f'{name}.npy').shape == (12, 12, 3)
+    assert np.load(tmp_path / 'textures.npy').shape == (3, 8, 8, 3)
+    assert np.load(tmp_path / 'loss.npy').shape == (3,)

@@ -1,11 +1,15 @@
 """Smoke tests of the samples: the ambient occlusion renderer at a tiny size, in both loop modes,
-against an independent NumPy implementation fed with the reference PCG32's random numbers."""
+against an independent NumPy implementation fed with the reference PCG32's random numbers;
+the samples' command lines (PNG and .npy output), and the same images from both backends."""
 
+import gc
 import importlib.util
 import pathlib
+import sys
 
 import numpy as np
 import pytest
+import suite_backend
 from test_pcg32 import references
 
 import pbc
@@ -13,12 +17,23 @@ import pbc
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 W, H, SPP = 32, 24, 4
 
+sys.path.insert(0, str(ROOT / 'samples'))       # (the samples import the renderer package)
+from renderer import jit  # noqa: E402
+
 
 def load_sample(name):
     spec = importlib.util.spec_from_file_location(name, ROOT / 'samples' / f'{name}.py')
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+@pytest.fixture(scope='module', autouse=True)
+def renderer_backend():
+    """The samples build their arrays on the suite's backend (module-wide, set before the
+    module's other fixtures render anything)."""
+    with jit.using(suite_backend.NAME):
+        yield
 
 
 @pytest.fixture(scope='module')
@@ -128,13 +143,51 @@ def test_matches_numpy(ao, images):
     assert np.count_nonzero(diff > 1e-6) <= 0.02 * W * H
 
 
-def test_main_writes_png(ao, tmp_path, monkeypatch, capsys):
+def test_main_writes_png(ao, images, tmp_path, monkeypatch, capsys):
     pytest.importorskip('PIL')
     out = tmp_path / 'ao.png'
     monkeypatch.setattr('sys.argv', ['ambient_occlusion.py', '--size', f'{W}x{H}', '--spp',
-                                     str(SPP), '--output', str(out)])
-    with pbc.scoped_set_flag(pbc.JitFlag.KernelHistory, pbc.flag(pbc.JitFlag.KernelHistory)):
-        ao.main()                                  # (main() turns the kernel history on)
+                                     str(SPP), '--output', str(out), '--backend',
+                                     suite_backend.NAME, '--save-npy'])
+    # (main() turns the kernel history on, and chooses the renderer's backend)
+    with pbc.scoped_set_flag(pbc.JitFlag.KernelHistory, pbc.flag(pbc.JitFlag.KernelHistory)), \
+            jit.using(None):
+        ao.main()
     from PIL import Image
     assert Image.open(out).size == (W, H)
     assert 'compile' in capsys.readouterr().out
+    # The raw image beside the PNG: the floats of render().
+    raw = np.load(tmp_path / 'ao.npy')
+    assert raw.dtype == np.float32 and raw.shape == (H, W)
+    np.testing.assert_array_equal(raw.ravel(), images['symbolic'])
+
+
+def run_sample(name, backend, tmp_path, monkeypatch, *args):
+    """The .npy image that sample `name`'s main() saves with `args`, rendered on `backend`."""
+    npy = tmp_path / f'{name}_{backend}.npy'
+    monkeypatch.setattr('sys.argv', [f'{name}.py', '--backend', backend, '--output',
+                                     str(tmp_path / f'{name}_{backend}.png'), '--save-npy',
+                                     str(npy), *args])
+    gc.collect()       # (no objects of the other backend's render left for calls to meet)
+    with pbc.scoped_set_flag(pbc.JitFlag.KernelHistory, pbc.flag(pbc.JitFlag.KernelHistory)), \
+            jit.using(None):
+        load_sample(name).main()
+    gc.collect()
+    return np.load(npy)
+
+
+@pytest.mark.parametrize('name, args', [
+    ('ambient_occlusion', ('--size', '16x12', '--spp', '4')),
+    ('spheres', ('--size', '16x12')),
+    ('cornell_ao', ('--size', '12x10', '--spp', '4')),
+    ('cornell_path', ('--size', '8x6', '--spp', '2', '--max-depth', '3'))])
+def test_both_backends_render_the_same_image(name, args, fake_gpu, tmp_path, monkeypatch):
+    # The sample on pbc.llvm, then on pbc.cuda in the same process (the stand-in driver's
+    # "GPU" runs the CUDA backend's kernels with the LLVM backend: the same numbers, but for
+    # rounding where the two backends' traces differ).
+    pytest.importorskip('PIL')
+    cpu = run_sample(name, 'llvm', tmp_path, monkeypatch, *args)
+    gpu = run_sample(name, 'cuda', tmp_path, monkeypatch, *args)
+    assert fake_gpu.launches                       # (it ran on the "device")
+    assert cpu.shape == gpu.shape and cpu.dtype == gpu.dtype == np.float32
+    np.testing.assert_allclose(gpu, cpu, rtol=1e-5, atol=1e-6)
