@@ -71,6 +71,8 @@ def reduce(x, name):
     if name == 'count':                   # (of a Bool array)
         x, name = _runtime.class_for(x, 'uint32')(x), 'sum'
     result_cls = type(x)
+    if result_cls.Type == 'bool':         # (the least and greatest of truth values)
+        name = {'min': 'and', 'max': 'or'}.get(name, name)
     if name == 'sum' and result_cls.Type == 'float32':
         x = _runtime.class_for(x, 'float64')(x)     # (a cast the first pass reads)
     op, identity = _RULES[name]
@@ -99,6 +101,7 @@ def prefix_sum(x, inclusive, reverse):
     end if `reverse`, as a new evaluated array."""
     cls, index_cls = type(x), _runtime.class_for(x, 'uint32')
     n = len(x)
+    source = x
     lane = _runtime.counter(index_cls, n)
     if reverse:                           # (the scan of the reversed array, reversed)
         x = _runtime.gather(cls, x, (n - 1) - lane, True)
@@ -116,6 +119,8 @@ def prefix_sum(x, inclusive, reverse):
         x = _read(cls, x, lane - 1, lane >= 1, 0)
     if reverse:
         x = _runtime.gather(cls, x, (n - 1) - lane, True)
+    if x is source:                       # (one lane, inclusive: a new array all the same)
+        x = cls(x)
     _runtime.make_opaque(x)
     return x
 
