@@ -164,8 +164,8 @@ def test_reductions_of_device_arrays_run_as_kernels(fake_gpu, tname):
         elif tname.startswith('Float'):
             data = data / 8
             data[rng.integers(0, n, n // 5)] = np.nan          # (min and max ignore NaNs)
-        names = ('and', 'or', 'min', 'max') if tname == 'Bool' else ('sum', 'prod', 'min', 'max') + (
-            () if tname.startswith('Float') else ('and', 'or'))
+        names = ('and', 'or', 'min', 'max') if tname == 'Bool' else (
+            'sum', 'prod', 'min', 'max') + (() if tname.startswith('Float') else ('and', 'or'))
         for name in names:
             want = _runtime.reduce(getattr(pbc.llvm, tname)(data), name).numpy()
             device = getattr(pbc.cuda, tname)(data)
