@@ -27,71 +27,101 @@ class Lib:
 
 
 class Pbc(Lib):
+    """pbc's arrays of `backend`: 'llvm' (the CPU) or 'cuda' (pbc.cuda's types)."""
     name = 'pbc'
 
-    def __init__(self, ad=False):
+    def __init__(self, ad=False, backend='llvm'):
+        import importlib
+
         import pbc
-        from pbc import llvm
-        self.m, self.Float, self.UInt32 = pbc, llvm.Float, llvm.UInt32
+        types = importlib.import_module(f'pbc.{backend}')
+        self.backend = backend
+        self.m, self.Float, self.UInt32 = pbc, types.Float, types.UInt32
         self.eval, self.sync = pbc.eval, pbc.sync_thread
         self.arange, self.sin, self.exp, self.log = pbc.arange, pbc.sin, pbc.exp, pbc.log
         self.enable_grad, self.backward, self.grad = pbc.enable_grad, pbc.backward, pbc.grad
+        self.clear_grad = pbc.clear_grad
 
-    def count_kernels(self, fn):
+    def kernel_history(self, fn):
+        """(fn(), [(compile seconds, IR ops) of each kernel it launched])."""
         pbc = self.m
         pbc.kernel_history_clear()
         with pbc.scoped_set_flag(pbc.JitFlag.KernelHistory, True):
-            fn()
-            return len(pbc.kernel_history())
+            result = fn()
+            hist = pbc.kernel_history()
+        return result, [(h['codegen_time'] + h['backend_time'], h['ir_ops']) for h in hist]
+
+    def count_kernels(self, fn):
+        return len(self.kernel_history(fn)[1])
+
+    def switch(self, index, funcs, *args, mode='symbolic'):
+        return self.m.switch(index, funcs, *args, mode=mode)
 
 
 class Drjit(Lib):
+    """Dr.Jit's arrays of `backend` ('llvm' or 'cuda'): drjit.BACKEND, or drjit.BACKEND.ad
+    with `ad`."""
     name = 'drjit 1.5'
 
-    def __init__(self, ad=False):
+    def __init__(self, ad=False, backend='llvm'):
         import drjit as dr
-        m = __import__('drjit.llvm.ad' if ad else 'drjit.llvm', fromlist=['Float'])
+        m = __import__(f'drjit.{backend}.ad' if ad else f'drjit.{backend}', fromlist=['Float'])
+        self.backend = backend
         self.m, self.Float, self.UInt32 = dr, m.Float, m.UInt32
         self.eval, self.sync = dr.eval, dr.sync_thread     # (launches are asynchronous)
         self.arange, self.sin, self.exp, self.log = dr.arange, dr.sin, dr.exp, dr.log
         self.enable_grad, self.backward, self.grad = dr.enable_grad, dr.backward, dr.grad
+        self.clear_grad = dr.clear_grad
 
-    def count_kernels(self, fn):
+    def kernel_history(self, fn):
+        """(fn(), [(compile seconds, IR ops) of each kernel it launched]); Dr.Jit's times
+        are in ms, and its history also lists copies and reductions, which are no kernels
+        of its compiler's."""
         dr = self.m
         dr.kernel_history()                  # clears it
         with dr.scoped_set_flag(dr.JitFlag.KernelHistory, True):
-            fn()
-            return sum(1 for k in dr.kernel_history() if k['type'] == dr.KernelType.JIT)
+            result = fn()
+            hist = dr.kernel_history()
+        return result, [((h['codegen_time'] + h['backend_time']) / 1e3, h['operation_count'])
+                        for h in hist if h['type'] == dr.KernelType.JIT]
+
+    def count_kernels(self, fn):
+        return len(self.kernel_history(fn)[1])
+
+    def switch(self, index, funcs, *args, mode='symbolic'):
+        # (Dr.Jit's dr.switch takes no mode: its SymbolicCalls flag chooses)
+        dr = self.m
+        with dr.scoped_set_flag(dr.JitFlag.SymbolicCalls, mode == 'symbolic'):
+            return dr.switch(index, funcs, *args)
 
 
-def drjit_first_and_warm(compute, repeat):
-    """Dr.Jit's figures for evaluating compute()'s result: the first call (seconds), the
-    kernels it launched, their compile time (seconds) and IR operations, the best of
-    `repeat` warm calls, and the result of the first call."""
+def first_and_warm(lib, compute, repeat, statistic=min):
+    """Figures for evaluating compute()'s result with `lib` (a Lib): the first call
+    (seconds, synchronized), the kernels it launched, their compile time (seconds) and IR
+    operations, `statistic` (min: the best) of `repeat` warm calls; and the first call's
+    result."""
     import time
-
-    import drjit as dr
 
     def run():
         result = compute()
-        dr.eval(result)
-        dr.sync_thread()                     # (launches are asynchronous)
+        lib.eval(result)
+        lib.sync()                           # (launches are asynchronous)
         return result
-    dr.set_flag(dr.JitFlag.KernelHistory, True)
-    dr.kernel_history()                      # clears it
     t0 = time.perf_counter()
-    result = run()
+    result, hist = lib.kernel_history(run)
     first = time.perf_counter() - t0
-    hist = [h for h in dr.kernel_history() if h['type'] == dr.KernelType.JIT]
-    dr.set_flag(dr.JitFlag.KernelHistory, False)
     warm = []
     for _ in range(repeat):
         t0 = time.perf_counter()
         run()
         warm.append(time.perf_counter() - t0)
-    return dict(first=first, kernels=len(hist), ir_ops=sum(h['operation_count'] for h in hist),
-                compile=sum(h['codegen_time'] + h['backend_time'] for h in hist) / 1e3,  # (ms)
-                warm=min(warm)), result
+    return dict(first=first, kernels=len(hist), ir_ops=sum(ops for _, ops in hist),
+                compile=sum(t for t, _ in hist), warm=statistic(warm)), result
+
+
+def drjit_first_and_warm(compute, repeat):
+    """first_and_warm's figures for Dr.Jit's LLVM backend (with the best warm call)."""
+    return first_and_warm(Drjit(), compute, repeat)
 
 
 def child_main(measure, ad=False):
@@ -128,4 +158,4 @@ def print_rows(results, rows):
 
 
 __all__ = ['Drjit', 'LIBS', 'Lib', 'Pbc', 'ROOT', 'child_main', 'drjit_first_and_warm',
-           'print_rows', 'side_by_side']
+           'first_and_warm', 'print_rows', 'side_by_side']
