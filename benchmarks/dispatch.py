@@ -64,10 +64,12 @@ def targets(variant, m, lib):
     return [(lambda n: lambda v: series(v, n))(terms(i, variant)) for i in range(m)]
 
 
-def inputs(m):
+def inputs(m, n=None):
+    """n (N) lanes' arguments in [-2, 2) and random targets among m."""
+    n = N if n is None else n
     rng = np.random.default_rng(1)
-    return (rng.uniform(-2, 2, N).astype(np.float32),
-            rng.integers(0, m, N).astype(np.uint32))
+    return (rng.uniform(-2, 2, n).astype(np.float32),
+            rng.integers(0, m, n).astype(np.uint32))
 
 
 def child(mode, variant, m, lib='pbc'):
