@@ -29,7 +29,7 @@ def test_rounds_alternate_and_keep_the_best_times(monkeypatch):
     import benchmarks
     calls, figures = [], {'a': iter([3.0, 1.0, 2.0]), 'b': iter([5.0, 6.0, 4.0])}
 
-    def run_child(module, *args, env=None):
+    def run_child(module, *args, env=None, timeout=None):
         calls.append(args[0])
         if args[0] == 'c':
             return {'error': 'no such library'}
