@@ -1,9 +1,15 @@
 """The side-by-side benchmark harness (benchmarks/compare.py): the pbc namespace a
-measurement is written against, and the table of figures and ratios it prints."""
+measurement is written against, and the table of figures and ratios it prints; the GPU
+suite (benchmarks/gpu.py), run through the stand-in driver."""
+
+import json
+import os
+import subprocess
+import sys
 
 import numpy as np
 
-from benchmarks import compare, cpu_model
+from benchmarks import ROOT, compare, cpu_model
 
 
 def test_a_measurement_written_once_runs_on_pbcs_namespace():
@@ -98,3 +104,37 @@ def test_the_prb_toy_computes_numpys_gradients_both_ways(monkeypatch):
             for g, e in zip(gradients, expected, strict=True):
                 np.testing.assert_allclose(g, e, rtol=1e-4, atol=1e-4 * np.abs(e).max())
         assert kernels['megakernel'] <= 2 < kernels['wavefront']
+
+
+def test_the_gpu_suite_measures_every_figure_on_the_stand_in(tmp_path):
+    # (`python -m benchmarks gpu --quick`, as a GPU machine runs it, on the stand-in GPU of
+    # tests/standin_site; Dr.Jit is not installed here, or finds no GPU: a note says so)
+    from benchmarks import gpu
+    out = tmp_path / 'gpu.json'
+    site = os.path.join(ROOT, 'tests', 'standin_site')
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        filter(None, [site, ROOT, os.environ.get('PYTHONPATH')])))
+    res = subprocess.run([sys.executable, '-m', 'benchmarks', 'gpu', '--quick', '--json',
+                          str(out)], cwd=ROOT, env=env, capture_output=True, text=True,
+                         timeout=300)
+    assert res.returncode == 0, res.stderr
+    report = json.loads(out.read_text())
+    assert report['header']['gpu'] == 'stand-in device'
+    assert set(report['figures']) == set(gpu.ROWS)
+    for figure, rows in gpu.ROWS.items():
+        p, d = (report['figures'][figure][lib] for lib in ('pbc.cuda', 'drjit.cuda'))
+        assert 'error' not in p and p['ok'] is True, (figure, p)
+        assert all(p[key] > 0 for key, *_ in rows), (figure, p)
+        assert p['first'] >= p['compile']
+        if 'error' in d:
+            assert d['available'] is False and d['error'].startswith('not available: ')
+        else:
+            assert figure != 'ao' and d['ok'] is True
+        assert gpu.titles(report['sizes'])[figure] in res.stdout
+
+
+def test_options_go_to_the_suites_that_take_them(capsys):
+    from benchmarks.__main__ import main
+    assert main(['core', '--quick']) == 2
+    assert 'take(s) no options' in capsys.readouterr().out
+    assert main(['nosuch']) == 2
