@@ -167,9 +167,10 @@ def main():
     print(f'texture RMSE {np.sqrt(np.mean((initial - hidden) ** 2)):.4f} -> '
           f'{np.sqrt(np.mean((recovered - hidden) ** 2)):.4f}')
     where = 'cuda' if args.backend == 'cuda' else f'{pbc.thread_count()} threads'
+    timing = ('one step' if r['step_time'] is None else
+              f'{r["step_time"] * 1e3:.0f} ms per step after the first')
     print(f'kernels compiled per step: {r["compiled"][:3]} ... {r["compiled"][-3:]}; '
-          f'{r["step_time"] * 1e3:.0f} ms per step after the first '
-          f'({where}); images in {args.output_dir}')
+          f'{timing} ({where}); images in {args.output_dir}')
 
 
 if __name__ == '__main__':
