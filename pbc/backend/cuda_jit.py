@@ -18,6 +18,7 @@ import atexit
 import contextlib
 import dataclasses
 import hashlib
+import os
 import threading
 import time
 from typing import NamedTuple
@@ -70,6 +71,7 @@ class CUDABackend:
             'sm_%d%d' % driver.compute_capability(self.device),
             f'driver {driver.version()}', ptx_render.TARGET, ptx_render.ISA])
         self.lock = threading.RLock()
+        self.pid = os.getpid()  # (CUDA does not survive fork: see active)
         with self.active():
             sms = driver.attribute(self.device, cuda_driver.ATTRIBUTE_MULTIPROCESSOR_COUNT)
             self.stream = driver.create_stream()
@@ -86,7 +88,7 @@ class CUDABackend:
         then releases the context. Arrays still alive then lose their memory: nothing
         reads them any more."""
         with self.lock:
-            if self.context is None:
+            if self.context is None or os.getpid() != self.pid:   # (closed, or a fork's)
                 return
             with self.active():
                 self.driver.synchronize(self.stream)
@@ -102,6 +104,11 @@ class CUDABackend:
         with self.lock:
             if self.context is None:
                 raise RuntimeError('pbc.cuda: the CUDA backend was closed (at exit)')
+            if os.getpid() != self.pid:
+                raise CUDAUnavailable(
+                    'pbc.cuda: this process was forked from one that had started the CUDA '
+                    'driver, and CUDA cannot run in such a process: start worker processes '
+                    "with multiprocessing's 'spawn' or 'forkserver' method")
             self.driver.push_context(self.context)
             try:
                 yield
