@@ -19,6 +19,7 @@ import ctypes
 
 import numpy as np
 
+import pbc
 from pbc import evaluate
 from pbc.backend import cuda_driver, cuda_jit, llvm_jit, ptx_render
 
@@ -206,8 +207,11 @@ class _Function:
                  for ins in self.kernel.instrs if ins.op == 'print'}
         for slot, capture in sinks.items():
             params[slot] = ctypes.addressof(capture.sink)
-        llvm_jit.backend().launch(self.compiled().address, size, params, serial=bool(sinks),
-                                  wait=True)
+        # (a GPU kernel flushes subnormals as it was compiled to; the CPU's as the flag
+        # is when it is launched, which for the stand-in's queue is later)
+        with pbc.scoped_set_flag(pbc.JitFlag.FlushDenormals, self.kernel.flush_denormals):
+            llvm_jit.backend().launch(self.compiled().address, size, params,
+                                      serial=bool(sinks), wait=True)
         for capture in sinks.values():
             capture.finish()
 

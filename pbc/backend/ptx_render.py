@@ -290,6 +290,33 @@ class _Renderer:
             else:
                 self.body.append(line if line.endswith(':') else f'  {line};')
 
+    # float64 arithmetic that a kernel flushing subnormals flushes, operands and result
+    # (PTX's .ftz is float32's only: x86's FTZ and DAZ, which the CPU backend and constant
+    # folding run under, are emulated). Sign operations, moves and bitwise ops keep them.
+    FLUSHED_FLOAT64 = frozenset({'add', 'sub', 'mul', 'div', 'fma', 'sqrt', 'min', 'max',
+                                 'minimum', 'maximum', 'floor', 'ceil', 'round', 'trunc',
+                                 'mod', 'ldexp', *COMPARISONS})
+
+    def flushes_float64(self, ins, tname):
+        return self.k.flush_denormals and tname == 'float64' and \
+            ins.op in self.FLUSHED_FLOAT64
+
+    def flush_lines(self, out, value, tmp):
+        """Lines that set `out` to float64 `value`, or to a zero of its sign where it is
+        subnormal (a NaN compares false: kept)."""
+        self.decl('b64', f'{tmp}_a')
+        self.decl('pred', f'{tmp}_p')
+        return [f'  abs.f64 {tmp}_a, {value};',
+                f'  setp.lt.f64 {tmp}_p, {tmp}_a, 0d0010000000000000;',
+                f'  and.b64 {tmp}_a, {value}, 0x8000000000000000;',
+                f'  selp.b64 {out}, {tmp}_a, {value}, {tmp}_p;']
+
+    def flushed(self, value, tmp):
+        """A register holding float64 operand `value` flushed (see flush_lines)."""
+        self.decl('b64', tmp)
+        self.body += self.flush_lines(tmp, value, tmp)
+        return tmp
+
     def fields(self, ins, r, reg, tname):
         f = dict(FIELDS[tname], r=r, L=f'$L{reg}', ftz=self.ftz(tname))
         for key, arg in zip('abc', ins.args, strict=False):
@@ -315,7 +342,15 @@ class _Renderer:
                 tmpl = table.get(kind) or (table.get('i') if kind == 'u' else None)
                 if tmpl is None:
                     raise TypeError(f"PTX backend: no '{ins.op}' for {kt}")
-                self.emit(tmpl, self.fields(ins, r, reg, kt))
+                f = self.fields(ins, r, reg, kt)
+                flush = self.flushes_float64(ins, kt)
+                if flush:
+                    for key, arg in zip('abc', ins.args, strict=False):
+                        if k.instrs[arg].type == 'float64':
+                            f[key] = self.flushed(f[key], f'{r}_z{key}')
+                self.emit(tmpl, f)
+                if flush and ins.type == 'float64':
+                    self.body += self.flush_lines(r, r, f'{r}_zr')
         offsets = [f'  shl.b64 %off{b}, %idx, {b.bit_length() - 1};' for b in sorted(self.offsets)]
         for b in self.offsets:
             self.decl('b64', f'%off{b}')
