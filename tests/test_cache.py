@@ -204,6 +204,7 @@ def test_loop_free_kernels_get_the_short_pipeline(monkeypatch):
     assert large.loops and large.ir_ops >= llvm_jit.BIG_KERNEL_OPS and _short_pipeline(large)
 
 
+@pytest.mark.llvm_only          # (LLVM's scheduler options)
 def test_a_huge_straight_line_kernel_is_scheduled_without_register_pressure(monkeypatch,
                                                                             tmp_path):
     # Above HUGE_BLOCK_OPS (lowered here), a loop-free kernel without calls compiles with
@@ -361,6 +362,7 @@ def test_independent_groups_launch_together(monkeypatch, threads):
     assert launches and sum(launches) >= len(sizes) - 1 and max(launches) > 2
 
 
+@pytest.mark.llvm_only          # (fails the LLVM backend's compile)
 def test_eval_leaves_the_garbage_collector_as_it_found_it(monkeypatch):
     # (eval pauses Python's cyclic collector while it assembles and compiles kernels)
     import gc
