@@ -38,7 +38,7 @@ _backends = {}                  # backend code -> the backend, once made
 
 def has_backend(backend):
     """Whether arrays of `backend` ('llvm', 'cuda', or a JitBackend) can run kernels here:
-    CUDA needs PyCUDA, a driver and a device."""
+    CUDA needs the NVIDIA driver and a device."""
     from .traits import JitBackend
     if isinstance(backend, JitBackend):
         backend = backend.name.lower()
