@@ -248,10 +248,25 @@ def _host(address, nbytes):
     return np.ctypeslib.as_array((ctypes.c_uint8 * nbytes).from_address(address))
 
 
+def set_aside_backend():
+    """Makes the next use of pbc.cuda make a new backend; returns what put_back_backend
+    needs to put back the one made before, if any."""
+    saved = cuda_jit._backend, evaluate._backends.pop(1, None)
+    cuda_jit._backend = None
+    return saved
+
+
+def put_back_backend(saved):
+    cuda_jit._backend, before = saved
+    evaluate._backends.pop(1, None)
+    if before is not None:
+        evaluate._backends[1] = before
+
+
 class Installed:
     """A stand-in put in place of the driver: PTX the renderer makes is recorded with its
     Kernel (the stand-in's "GPU" runs that), and the backend made next uses the stand-in.
-    `undo()` puts back what was there, the backend made before included."""
+    `close()` puts back what was there, the backend made before included."""
 
     def __init__(self, set_attribute=setattr):
         self.kernels = {}
@@ -265,10 +280,9 @@ class Installed:
             self.kernels.setdefault(text, kernel)
             return text
 
-        self.saved = (cuda_jit._backend, evaluate._backends.pop(1, None))
+        self.saved = set_aside_backend()
         set_attribute(cuda_jit.ptx_render, 'render', recording)
         set_attribute(cuda_jit, 'load_driver', lambda: self.driver)
-        cuda_jit._backend = None
 
     def close(self):
         """Closes the backend made on the stand-in (what the interpreter's exit runs) and
@@ -277,8 +291,5 @@ class Installed:
         if made is not None:
             made.close()
             atexit.unregister(made.close)
-        cuda_jit._backend, before = self.saved
-        evaluate._backends.pop(1, None)
-        if before is not None:
-            evaluate._backends[1] = before
+        put_back_backend(self.saved)
         return made

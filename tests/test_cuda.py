@@ -22,7 +22,7 @@ import pytest
 
 import pbc
 import pbc.cuda
-from pbc import _runtime, evaluate
+from pbc import _runtime
 from pbc.backend import cuda_jit
 
 location = _runtime.buffer_location     # 'host', 'device' or 'none' (unevaluated)
@@ -31,15 +31,11 @@ location = _runtime.buffer_location     # 'host', 'device' or 'none' (unevaluate
 @pytest.fixture
 def no_driver(monkeypatch):
     """No CUDA driver to load (the backend made before, if any, is put back after)."""
-    saved = cuda_jit._backend, evaluate._backends.pop(1, None)
+    saved = cuda_standin.set_aside_backend()
     monkeypatch.setattr(pbc.config, 'LIBCUDA', '/nonexistent/libcuda.so.1')
     monkeypatch.setattr(cuda_jit, 'load_driver', cuda_standin.REAL_LOAD_DRIVER)
-    cuda_jit._backend = None
     yield
-    cuda_jit._backend = saved[0]
-    evaluate._backends.pop(1, None)
-    if saved[1] is not None:
-        evaluate._backends[1] = saved[1]
+    cuda_standin.put_back_backend(saved)
 
 
 def test_without_a_driver_the_first_kernel_says_what_is_missing(no_driver):
