@@ -23,7 +23,7 @@ from .reductions import any as _any
 from .routines import broadcast_lanes, gather, select
 from .state import Snapshot, nodes, scattered_into, settle, working_copy
 from .tensor import Tensor
-from .tree import children, flatten, paths, rebuild
+from .tree import assign, children, flatten, paths, rebuild
 
 MODES = ('symbolic', 'evaluated', None)
 # Record-time statistics of symbolic loops (see loop_stats).
@@ -517,7 +517,7 @@ def if_stmt(args, cond, true_fn, false_fn, arg_labels=(), rv_labels=(), label=No
         and not _runtime.recording_depth()
     if evaluated:
         _eval(cond)
-    result, snaps, works = [], [], []
+    result, snaps = [], []
     scattered = set()               # nodes that scatters in the branches made
     stash = _runtime.stash_refs(flatten(args)[0])
     try:
@@ -525,7 +525,6 @@ def if_stmt(args, cond, true_fn, false_fn, arg_labels=(), rv_labels=(), label=No
             # Each branch gets a working copy: its in-place changes do not leak into the other.
             work = working_copy(args)
             nodes_before = [_runtime.ad_index(w) for w in flatten(work)[0]]
-            works.append(work)
             snaps.append(Snapshot(work))
             _runtime.mask_push(mask)
             _symbolic_branches += not evaluated
@@ -538,23 +537,66 @@ def if_stmt(args, cond, true_fn, false_fn, arg_labels=(), rv_labels=(), label=No
     finally:
         _runtime.unstash_refs(stash)
     t, f = result
+    original = nodes(args)[0]
+    same = _same_original(snaps, original)
+    # Lane by lane, an argument's object that a branch changed in place takes that branch's
+    # value (containers: their entries), whether or not it is a result, as the caller's
+    # object would under plain Python.
+    updates = _object_updates(cond, original, snaps, scattered, same)
     if isinstance(t, tuple) and isinstance(f, tuple) and len(t) == len(f) and labels:
         names = _names(t, tuple(labels))
-        merged = tuple(_merge(cond, a, b, n, scattered) for a, b, n in zip(t, f, names))
+        out = tuple(_merge(cond, a, b, n, scattered, same) for a, b, n in zip(t, f, names))
     else:
-        merged = _merge(cond, t, f, label or 'result', scattered)
-    original = nodes(args)[0]
-    # (the arguments the branches changed in place: their copies, merged)
-    changed = {k: _merge(cond, works[0][k], works[1][k], f'args[{k}]', scattered)
-               for k in _changed_arguments(args, original, snaps)}
+        out = _merge(cond, t, f, label or 'result', scattered, same)
     if evaluated:
-        _eval(merged, changed)
-    out = settle(merged, flatten(merged)[0], *_homes(merged, t, f, snaps, original))
-    # An argument a branch changed in place takes its new value even where it is not a
-    # result: the caller's object would have changed under plain Python.
-    for k, m in changed.items():
-        settle(m, flatten(m)[0], *_homes(m, works[0][k], works[1][k], snaps, original))
+        _eval(out, [m for _, m in updates])
+    for x, m in updates:
+        if isinstance(x, ArrayBase):
+            x._assign(m)
+        elif not assign(x, m):
+            raise StateError(f'pbc.if_stmt: a branch changed the immutable {_describe(x)}')
     return out
+
+
+def _same_original(snaps, original):
+    """same(a, b): the caller's object that a (from the first branch) and b (from the
+    second) both stand for, as its working copies; None if they do not. A result is the
+    caller's object only where both branches leave it there: where one binds the name to
+    another object, the name gets a new one, and the caller's object keeps its own lane by
+    lane values (see docs/semantics.md, "In-place changes")."""
+    def same(a, b):
+        i, j = snaps[0].position.get(id(a)), snaps[1].position.get(id(b))
+        if i is None or j is None or original[i] is not original[j]:
+            return None
+        return original[i]
+    return same
+
+
+def _object_updates(cond, original, snaps, scattered, same):
+    """(object, new value) for each of the caller's objects (arrays, and containers with
+    their new entries) that a branch changed in place: the branches' copies, merged."""
+    updates, seen = [], set()
+    for i, x in enumerate(original):
+        if id(x) in seen:
+            continue
+        seen.add(id(x))
+        t, f = snaps[0].objs[i], snaps[1].objs[i]
+        if isinstance(x, ArrayBase):
+            # (a copy's node of its own is not a change; a scatter's new node is)
+            if any(w.index != x.index or (_runtime.ad_index(w) != _runtime.ad_index(x)
+                                          and scattered_into(w)) for w in (t, f)):
+                updates.append((x, _merge(cond, t, f, f'args[{i}]', scattered)))
+            continue
+        now = children(t), children(f)
+        if all(len(c) == len(b) and all(p is q for p, q in zip(c, b))
+               for c, b in zip(now, (snaps[0].before[i], snaps[1].before[i]))):
+            continue
+        if len(now[0]) != len(now[1]):
+            raise StateError(f'pbc.if_stmt: the branches change the structure of '
+                             f'{_describe(x)} differently')
+        updates.append((x, [_merge(cond, a, b, f'args[{i}][{k}]', scattered, same)
+                            for k, (a, b) in enumerate(zip(*now))]))
+    return updates
 
 
 def _scattered_nodes(args, work, nodes_before):
@@ -571,38 +613,15 @@ def _scattered_nodes(args, work, nodes_before):
     return new
 
 
-def _changed_arguments(args, original, snaps):
-    """The positions of the arguments that a branch changed in place."""
-    position = {id(x): i for i, x in enumerate(original)}
-    return [k for k, a in enumerate(args) if id(a) in position and any(
-        snap.changed(position[id(a)]) for snap in snaps)]
-
-
-def _homes(merged, t, f, snaps, original):
-    """Per node of `merged`: the caller's argument object that the branches returned there
-    (their working copy of it, in either branch), and whether a branch changed it in
-    place."""
-    homes, mutated = [], []
-    _find_homes(merged, t, f, snaps, original, homes, mutated)
-    return homes, mutated
-
-
-def _find_homes(m, a, b, snaps, original, homes, mutated):
-    if not (isinstance(m, ArrayBase) or children(m) is not None):
-        return
-    (i, mi), (j, mj) = snaps[0].identity_of(a), snaps[1].identity_of(b)
-    home = i if j is None or j == i else j if i is None else None
-    homes.append(original[home] if home is not None else None)
-    mutated.append(mi or mj)
-    if not isinstance(m, ArrayBase):
-        for parts in zip(children(m), children(a) or (), children(b) or ()):
-            _find_homes(*parts, snaps, original, homes, mutated)
-
-
-def _merge(cond, t, f, path, scattered=frozenset()):
+def _merge(cond, t, f, path, scattered=frozenset(), same=None):
     """Lane by lane: t where cond holds, f elsewhere (same structure required). An array
     that the branches scattered into (`scattered`: the nodes that gave it) is the second
-    branch's: its derivatives carry the first's on (see _scattered_nodes)."""
+    branch's: its derivatives carry the first's on (see _scattered_nodes). Where `same`
+    finds the caller's object that both stand for, it is that object."""
+    if same is not None:
+        o = same(t, f)
+        if o is not None:
+            return o
     scalar = (bool, int, float)
     if isinstance(t, ArrayBase) and isinstance(f, ArrayBase) and t.index == f.index \
             and t.index and type(t) is type(f):
@@ -637,7 +656,7 @@ def _merge(cond, t, f, path, scattered=frozenset()):
         raise StateError(f"pbc.if_stmt: '{path}' has a different structure in the two branches")
     if isinstance(t, dict) and list(t) != list(f):
         raise StateError(f"pbc.if_stmt: '{path}' has different keys in the two branches")
-    return rebuild(t, [_merge(cond, a, b, f'{path}[{i}]', scattered)
+    return rebuild(t, [_merge(cond, a, b, f'{path}[{i}]', scattered, same)
                        for i, (a, b) in enumerate(zip(pt, pf))])
 
 

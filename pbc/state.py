@@ -39,16 +39,28 @@ def nodes(tree):
     return objs, kids
 
 
-def working_copy(tree):
-    """A copy of tree for a body: new containers and new array objects, same variables."""
+def working_copy(tree, memo=None):
+    """A copy of tree for a body: new containers and new array objects, same variables. An
+    object found twice (`y = x`, or a list holding an argument) is copied once, so that
+    the body sees the names that share it share its copy, as Python would."""
+    if memo is None:
+        memo = {}
+    copy = memo.get(id(tree))
+    if copy is not None:
+        return copy
     if isinstance(tree, ArrayBase):
         if not tree.index:
-            return type(tree)()
-        copy = type(tree)(tree)
-        stash_copy(tree, copy)          # (a scatter into it writes the caller's buffer)
-        return copy
-    parts = children(tree)
-    return tree if parts is None else rebuild(tree, [working_copy(p) for p in parts])
+            copy = type(tree)()
+        else:
+            copy = type(tree)(tree)
+            stash_copy(tree, copy)          # (a scatter into it writes the caller's buffer)
+    else:
+        parts = children(tree)
+        if parts is None:
+            return tree
+        copy = rebuild(tree, [working_copy(p, memo) for p in parts])
+    memo[id(tree)] = copy
+    return copy
 
 
 class Snapshot:

@@ -30,6 +30,7 @@ import os
 import sys
 
 from .. import _runtime, tree
+from ..state import working_copy
 from . import propagate
 from .local import (
     Closures,
@@ -153,6 +154,7 @@ class _LocalBody:
     Subclasses say what to do before and after the body (`seed`, `done`)."""
 
     effects = True
+    reads_inputs = True         # (whether `done` reads the derivatives of `leaves`)
 
     def __init__(self, body, size, diff):
         self.body, self.size, self.diff = body, size, diff
@@ -177,6 +179,10 @@ class _LocalBody:
             # (self.noted: what the body scatter-adds with derivatives; the derivative code
             # that `done` records is the body's too, where the loops and calls nested in it
             # record theirs)
+            # (a derivative's body gets copies: what it changes in place (`r *= x`) must
+            # not change `leaves`, the inputs whose derivatives `done` reads)
+            if self.reads_inputs:
+                state = working_copy(state)
             with noting_scatters() as self.noted:
                 new = _as_state(run_body(self.body, state, self.effects), self.size)
                 return self.done(leaves, new, scope.serial)
@@ -194,6 +200,8 @@ class _PrimalBody(_LocalBody):
     implicit inputs), and its results leave without their nodes (the loop's node stands
     for them). A float result that carries derivatives where its state did not means the
     loop's derivatives reach that state in the next iteration (_MoreState)."""
+
+    reads_inputs = False        # (the loop's own recording: its state is the loop's)
 
     def __init__(self, body, size, diff):
         super().__init__(body, size, diff)

@@ -1,0 +1,166 @@
+"""In-place changes (`x op= y`, stores into entries, fields and components) inside loops,
+branches and derivatives mean what Python says, lane by lane (docs/semantics.md, "In-place
+changes"). Each program runs symbolic and evaluated."""
+
+import pytest
+from suite_backend import Array3u, Float, UInt32
+
+import pbc
+
+MODES = ('symbolic', 'evaluated')
+
+
+@pytest.fixture(params=MODES)
+def mode(request):
+    sym = request.param == 'symbolic'
+    with pbc.scoped_set_flag(pbc.JitFlag.SymbolicLoops, sym), \
+            pbc.scoped_set_flag(pbc.JitFlag.SymbolicConditionals, sym):
+        yield request.param
+
+
+@pbc.syntax
+def _collatz(n):
+    steps = UInt32(0)
+    while n != 1:
+        if n % 2 == 0:
+            n //= 2
+        else:
+            n = 3 * n + 1
+        steps += 1
+    return steps
+
+
+def test_collatz_with_the_step_in_place(mode):
+    assert _collatz(UInt32([1, 2, 3, 4, 5])).numpy().tolist() == [0, 1, 7, 2, 5]
+
+
+@pbc.syntax
+def _steps(n):
+    k = UInt32(0)
+    while k < 3:
+        if n % 2 == 0:
+            n += 2                      # (the caller's object, in place)
+        else:
+            n = n + 1                   # (a new object)
+        k += 1
+    return n
+
+
+def test_one_branch_in_place_the_other_rebinding(mode):
+    n = UInt32(1, 2)
+    assert _steps(n).numpy().tolist() == [6, 8]
+
+
+@pbc.syntax
+def _power(x, n):
+    r = Float(1.0)
+    i = UInt32(0)
+    while pbc.hint(i < n, max_iterations=8):
+        r *= x
+        i += 1
+    return r
+
+
+@pytest.mark.parametrize('direction', ['forward', 'backward'])
+def test_derivative_of_a_product_taken_in_place(mode, direction):
+    x = Float(2.0)
+    pbc.enable_grad(x)
+    if direction == 'forward':
+        pbc.set_grad(x, 1.0)
+        y = _power(x, UInt32(3))
+        assert pbc.forward_to(y).numpy().tolist() == [12]
+    else:
+        y = _power(x, UInt32(3))
+        pbc.backward(y)
+        assert pbc.grad(x).numpy().tolist() == [12]
+    assert y.numpy().tolist() == [8]
+
+
+@pbc.syntax
+def _branch_changes_argument(x, c):
+    if c:
+        x += 10                         # (x is not a result: the caller's object changes)
+    return UInt32(0)
+
+
+def test_a_branch_changes_the_callers_object_on_its_lanes(mode):
+    x = UInt32(1, 2, 3)
+    alias = x
+    _branch_changes_argument(x, UInt32(0, 1, 2) > 0)
+    assert alias.numpy().tolist() == [1, 12, 13]
+
+
+@pbc.syntax
+def _changed_then_rebound(x, k):
+    if k > 0:
+        x += 10                         # (the caller's object: changed on these lanes)
+        x = x * 2                       # (then the name is bound to a new object)
+    return x
+
+
+def test_change_before_a_rebinding_reaches_the_callers_object(mode):
+    x = UInt32(1, 2, 3)
+    out = _changed_then_rebound(x, pbc.arange(UInt32, 3))
+    assert out.numpy().tolist() == [1, 24, 26]
+    assert x.numpy().tolist() == [1, 12, 13] and out is not x
+
+
+@pbc.syntax
+def _aliases(x, k):
+    y = x                               # (one object, two names)
+    lst = [x]
+    while k < 3:
+        y += 1
+        k += 1
+    return x, lst
+
+
+def test_an_alias_made_before_a_loop_sees_its_changes(mode):
+    x = UInt32(0, 0, 0)
+    out, lst = _aliases(x, pbc.arange(UInt32, 3))
+    assert out is x and lst[0] is x
+    assert x.numpy().tolist() == [3, 2, 1]
+
+
+@pbc.syntax
+def _entries(v, lst, d, k):
+    i = UInt32(0)
+    while i < k:
+        v.y += 1
+        v[2] *= 2
+        lst[1] -= 1
+        d['p'] |= i
+        if (i & 1) == 1:
+            v.x += 100
+        i += 1
+    return i
+
+
+def test_entries_components_and_fields_change_in_place(mode):
+    v = Array3u(1, 1, 1)
+    y = v.y
+    lst, d = [UInt32(0), UInt32(10, 10, 10, 10)], {'p': UInt32(0)}
+    ten = lst[1]
+    _entries(v, lst, d, pbc.arange(UInt32, 4))
+    assert v.numpy().tolist() == [[1, 1, 101, 101], [1, 2, 3, 4], [1, 2, 4, 8]]
+    assert y.numpy().tolist() == [1, 2, 3, 4]            # (v.y's object)
+    assert ten.numpy().tolist() == [10, 9, 8, 7] and lst[1] is ten
+    assert d['p'].numpy().tolist() == [0, 0, 1, 3]
+
+
+@pbc.syntax
+def _divergent(lst, k):
+    if (k & 1) == 1:
+        lst[0] = k + 100                # (a new object on these lanes)
+    lst[0] += 1000
+    return lst
+
+
+def test_an_entry_assigned_on_some_lanes_is_a_new_object_on_all(mode):
+    lst = [UInt32(1, 2, 3, 4)]
+    old = lst[0]
+    _divergent(lst, pbc.arange(UInt32, 4))
+    assert lst[0].numpy().tolist() == [1001, 1101, 1003, 1103]
+    # (a JIT branch runs every lane at once: after it, the entry is one new object, and
+    # the old one keeps its value; see docs/semantics.md)
+    assert old.numpy().tolist() == [1, 2, 3, 4] and lst[0] is not old
