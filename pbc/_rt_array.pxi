@@ -31,6 +31,19 @@ class WidthError(ValueError, RuntimeError):
     Dr.Jit raises for it)."""
 cdef object repr_hook = None
 cdef object power_hook = None
+# Called with an array about to change in place (x += 1, x.assign(y), x[mask] = y) while a
+# loop body or branch runs: pbc/regions.py tells its own arrays from the caller's. Arrays
+# are numbered as they are made (`_birth`): those made inside a region are its own.
+cdef object inplace_hook = None
+cdef uint64_t arrays_made = 0
+
+def set_inplace_hook(fn):
+    global inplace_hook
+    inplace_hook = fn
+
+def arrays_made_so_far():
+    """The number of arrays made so far: the next one's `_birth` is greater."""
+    return arrays_made
 
 cdef extern from *:
     """
@@ -261,6 +274,7 @@ cdef class ArrayBase:
     cdef uint32_t _ad           # its AD node (pbc/ad/tape.pxi), 0 if it carries no derivative
     cdef uint8_t _vt
     cdef uint8_t _backend
+    cdef readonly uint64_t _birth     # (see inplace_hook)
     __array_priority__ = 100   # NumPy defers binary operators to us
 
     def __init__(self, *args, **kwargs):
@@ -297,6 +311,11 @@ cdef class ArrayBase:
                     value, '__array__') and not hasattr(value, '__array_interface__'):
                 value = list(value)           # an iterator or generator of values
             self._index = from_numpy(value, self._vt, self._backend)
+
+    def __cinit__(self, *args, **kwargs):
+        global arrays_made
+        arrays_made += 1
+        self._birth = arrays_made
 
     def __dealloc__(self):
         if self._index and vars != NULL:
@@ -476,6 +495,8 @@ cdef class ArrayBase:
 cdef void assign_from(ArrayBase dst, ArrayBase src) except *:
     """dst takes src's variable and derivatives (the object stays: names bound to it see the
     new value)."""
+    if inplace_hook is not None:
+        inplace_hook(dst)
     inc_ext(src._index)
     dec_ext(dst._index)
     dst._index = src._index

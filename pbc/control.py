@@ -20,6 +20,7 @@ from .errors import (
 from .evaluate import eval as _eval
 from .flags import JitFlag, flag
 from .reductions import any as _any
+from .regions import Region, _copy
 from .routines import broadcast_lanes, gather, select
 from .state import Snapshot, nodes, scattered_into, settle, working_copy
 from .tensor import Tensor
@@ -223,6 +224,17 @@ class _Retry(Exception):
     """Internal: record the loop again (invariant state found, or the width grew)."""
 
 
+class _Unshare(Exception):
+    """Internal: record the loop again with these positions of the state, which held an
+    object under several names, as loop variables of their own: the body binds them to
+    other objects."""
+
+
+class _Outside(Exception):
+    """Internal: record the loop again with these arrays from outside its state as loop
+    variables: the body changes them in place (pbc/regions.py)."""
+
+
 def _symbolic_loop(state, cond, body, names, c, strict):
     arrays, build = flatten(state)
     fixed = set()          # state arrays found loop-invariant: kept out of the loop
@@ -237,10 +249,20 @@ def _symbolic_loop(state, cond, body, names, c, strict):
             raise
     key = _invariant_key(body, arrays) if flag(JitFlag.OptimizeLoops) else None
     assumed = {i for i in _invariant_memo.get(key, ()) if len(arrays[i]) in (1, width)}
-    for _ in range(len(arrays) + len(assumed) + 3):
+    hidden = []            # arrays from outside the state that the body changes in place
+    apart = set()          # positions of an array under several names, that the body rebinds
+    for _ in range(len(arrays) + len(assumed) + 8):
         try:
             out = _record(state, arrays, build, cond, body, names, width, fixed | assumed,
-                          strict, assumed)
+                          strict, assumed, hidden, apart)
+        except _Outside as o:
+            _stats['rerecorded'] += 1
+            hidden += [x for x in o.args[0] if all(x is not h for h in hidden)]
+            continue
+        except _Unshare as u:
+            _stats['rerecorded'] += 1
+            apart |= u.args[0]
+            continue
         except _Retry as r:
             _stats['rerecorded'] += 1
             width, found = r.args
@@ -280,38 +302,72 @@ def _scalars_read(fn):
     return tuple(out)
 
 
-def _record(state, arrays, build, cond, body, names, width, fixed, strict, assumed=frozenset()):
+def _record(state, arrays, build, cond, body, names, width, fixed, strict, assumed=frozenset(),
+            hidden=(), apart=frozenset()):
     """One recording of the loop; `fixed` state stays out of it (loop-invariant), of which
     `assumed` only because an earlier recording of the same code found it so (a body that
-    changes it then records again without it)."""
-    loop_arrays = [i for i in range(len(arrays)) if i not in fixed]
+    changes it then records again without it). `hidden`: arrays from outside the state
+    that the body changes in place (found by an earlier recording): loop variables too,
+    which the body sees in the arrays themselves."""
+    for x in hidden:
+        if len(x) not in (1, width):
+            raise SizeError(f'pbc.while_loop: the loop body changes in place an array of width '
+                            f'{len(x)} from outside its state (the loop\'s width is {width})')
+        if ad_loop.tracked() and _runtime.ad_index(x):
+            raise NotImplementedError(
+                'pbc.while_loop: the loop body changes in place an array that carries '
+                'derivatives and is not loop state (a name bound to a state variable\'s '
+                'object, or an entry of a container that is not state): make it loop state, '
+                'e.g. pbc.hint(..., include=[name])')
+    # An array under several names (`y = x`) is one object in the body too, so that a
+    # change through one name is seen through the others: one loop variable.
+    first, aliases = {}, {}
+    for i, a in enumerate(arrays):
+        j = first.setdefault(id(a), i)
+        if j != i and (j in fixed) == (i in fixed) and i not in apart:
+            aliases[i] = j
+    loop_arrays = [i for i in range(len(arrays)) if i not in fixed and i not in aliases]
     if not arrays:
         raise StateError('pbc.while_loop: a loop with a JIT condition needs at least one JIT '
                          'array in its state')
     backend = arrays[0]._backend_code
-    start, phis = _runtime.loop_begin([arrays[i].index for i in loop_arrays], width, backend)
+    start, phis = _runtime.loop_begin([arrays[i].index for i in loop_arrays] +
+                                      [x.index for x in hidden], width, backend)
+    phis, hidden_phis = phis[:len(loop_arrays)], phis[len(loop_arrays):]
+    saved = [_copy(x) for x in hidden]
     ad_propagate.body_begin()
     try:
+        for x, p in zip(hidden, hidden_phis):
+            x._assign(_runtime.wrap_index(type(x), p))      # (x holds the phi's reference)
         # The body's working copy: the loop's variables in new objects and containers.
         inner = [type(a)(a) for a in arrays]
         for i, p in zip(loop_arrays, phis):
             inner[i] = _runtime.wrap_index(type(arrays[i]), p)
+        for i, j in aliases.items():
+            inner[i] = inner[j]
         st = build(inner)
         snap = Snapshot(st)
-        c = _condition(call_user(cond, st, W, 'loop condition'), W)
-        if not isinstance(c, ArrayBase):
-            raise StateError(f'pbc.while_loop: the condition must stay a Bool array, got '
-                             f'{type(c).__name__}')
-        if len(c) not in (1, width):
-            if width == 1:
-                raise _Retry(len(c), fixed)
-            raise SizeError(f'pbc.while_loop: the condition has width {len(c)}, the loop '
-                            f'state {width}')
-        _runtime.loop_cond(start, c)
-        new = _as_state(call_user(body, st, W, 'loop body'), len(state), 'while_loop')
+        with Region(flatten(st)[0] + list(hidden)) as region:
+            c = _condition(call_user(cond, st, W, 'loop condition'), W)
+            if not isinstance(c, ArrayBase):
+                raise StateError(f'pbc.while_loop: the condition must stay a Bool array, got '
+                                 f'{type(c).__name__}')
+            if len(c) not in (1, width):
+                if width == 1:
+                    raise _Retry(len(c), fixed)
+                raise SizeError(f'pbc.while_loop: the condition has width {len(c)}, the '
+                                f'loop state {width}')
+            _runtime.loop_cond(start, c)
+            new = _as_state(call_user(body, st, W, 'loop body'), len(state), 'while_loop')
+            hidden_updates = [x.index for x in hidden]
+        if region.changed:
+            raise _Outside([x for x, _ in region.changed.values()])
         _check_same(state, new, names, 'while_loop', strict)
         _check_initialized(new, names, W)
         new_arrays, _ = flatten(new)
+        rebound = {i for i, j in aliases.items() if new_arrays[i] is not new_arrays[j]}
+        if rebound:
+            raise _Unshare(rebound)
         changed = {i for i in assumed if new_arrays[i].index != arrays[i].index}
         if changed:
             raise _Retry(width, fixed - changed)
@@ -339,12 +395,19 @@ def _record(state, arrays, build, cond, body, names, width, fixed, strict, assum
     except BaseException:
         ad_propagate.body_end(False)
         _runtime.loop_abort(start)
+        for x, old in zip(hidden, saved):
+            x._assign(old)
         raise
     try:
-        outs = _runtime.loop_end(start, phis, updates)
+        outs = _runtime.loop_end(start, phis + hidden_phis, updates + hidden_updates)
     except BaseException:
         ad_propagate.body_end(False)
+        for x, old in zip(hidden, saved):
+            x._assign(old)
         raise
+    outs, hidden_outs = outs[:len(loop_arrays)], outs[len(loop_arrays):]
+    for x, o in zip(hidden, hidden_outs):
+        x._assign(_runtime.wrap_index(type(x), o))
     ad_propagate.body_end(True)
     _stats['loops'] += 1
     _stats['state'] += len(loop_arrays)
@@ -354,6 +417,8 @@ def _record(state, arrays, build, cond, body, names, width, fixed, strict, assum
     for i, p, u, o in zip(loop_arrays, phis, updates, outs):
         if u != p:
             final[i] = _runtime.wrap_index(type(arrays[i]), o)
+    for i, j in aliases.items():
+        final[i] = final[j]
     return settle(new, final, nodes(state)[0], snap.same_path(new))
 
 
@@ -369,21 +434,26 @@ def _evaluated_loop(state, cond, body, names, c, strict):
     original = nodes(state)[0]
     mutated = [False] * len(original)
     changed = [False] * len(arrays)       # per array: whether some iteration changed it
-    state = build([a if i in odd else broadcast_lanes(a, width)     # as wide as a symbolic loop's
+    wide = {}               # (as wide as a symbolic loop's; an object under two names: one)
+    state = build([a if i in odd else wide.setdefault(id(a), broadcast_lanes(a, width))
                    for i, a in enumerate(arrays)])
     Bool = type(c)
     outer = _runtime.mask_top(Bool)
     active = None
     first = True
+    outside = {}
     while True:
         if outer is not None:
             c = c & outer
         if active is not None:
             c = c & active
-        _eval(c, state)
+        _eval(c, state, list(outside.values()))
         if not _any(c)[0]:
-            # (state no iteration changed ends as it started: the caller's array)
-            final = [b if ch else type(a)(a)
+            # (state no iteration changed ends as it started: the caller's array; state
+            # that changed is a new array, as after a symbolic loop, even where the body
+            # left an object from outside in it: `lst[1] = v.y`)
+            copies = {}
+            final = [copies.setdefault(id(b), type(b)(b)) if ch else type(a)(a)
                      for a, b, ch in zip(arrays, flatten(state)[0], changed)]
             return settle(state, final, original, mutated)
         # The body gets a working copy: changing it in place (pos.x += 1) must not touch
@@ -394,9 +464,16 @@ def _evaluated_loop(state, cond, body, names, c, strict):
         snap = Snapshot(work)
         _runtime.mask_push(c)
         try:
-            new = _as_state(call_user(body, work, W, 'loop body'), len(state), 'while_loop')
+            with Region(flatten(work)[0]) as region:
+                new = _as_state(call_user(body, work, W, 'loop body'), len(state),
+                                'while_loop')
         finally:
             _runtime.mask_pop()
+        # (arrays from outside the state that the body changed in place: on the
+        # iteration's lanes; see pbc/regions.py)
+        for x, end in region.changed.values():
+            x._assign(select(c, end, x) if len(c) > 1 else end)
+            outside[id(x)] = x
         _check_same(state, new, names, 'while_loop', strict)
         _check_initialized(new, names, W)
         mutated = [a or b for a, b in zip(mutated, snap.same_path(new))]
@@ -408,8 +485,11 @@ def _evaluated_loop(state, cond, body, names, c, strict):
             if changed[i] if i in odd else width != 1 and len(b) not in (1, width):
                 raise SizeError(_size_change(state, names, i, a, b, width, i in odd))
         # (a condition of width 1 that held holds on every lane: no lane keeps its state)
+        # (an object under several names stays one: `y = x` before the loop)
+        kept = {}
         state = new if len(c) == 1 else build_new(
-            [a if a.index == b.index else select(c, b, a) for a, b in zip(old_arrays, new_arrays)])
+            [a if a.index == b.index else kept.setdefault((id(a), id(b)), select(c, b, a))
+             for a, b in zip(old_arrays, new_arrays)])
         state = _iteration_ends(state, changed)
         active = c
         c = _condition(call_user(cond, state, W, 'loop condition'), W)
@@ -439,11 +519,13 @@ def _iteration_ends(state, changed):
     iterations of `L *= table[i]` at 10^6 lanes: 16 kernels of 13 to 128 ops compiled, 85
     ms; now 9 for the whole gradient, 39 ms)."""
     arrays, build = flatten(state)
-    out = []
+    out, made = [], {}
     for a, ch in zip(arrays, changed):
         if ch and a.state == 'literal':
-            a = type(a)(a)
-            _runtime.make_opaque(a)
+            if id(a) not in made:
+                made[id(a)] = type(a)(a)
+                _runtime.make_opaque(made[id(a)])
+            a = made[id(a)]
         if ch:
             _runtime.ad_mark_evaluate(a)
         out.append(a)
@@ -482,8 +564,15 @@ def _compressed_loop(state, cond, body, names, c, strict):
         snap = Snapshot(work)
         saved = _runtime.masks_take()        # every lane of `work` runs the body
         try:
-            new = _as_state(call_user(body, work, W, 'loop body', size_hint=_COMPRESSED),
-                            len(state), 'while_loop')
+            with Region(flatten(work)[0]) as region:
+                new = _as_state(call_user(body, work, W, 'loop body', size_hint=_COMPRESSED),
+                                len(state), 'while_loop')
+            if region.changed:
+                raise StateError(
+                    'pbc.while_loop: with compress=True, the loop body changes in place an '
+                    'array that is not loop state (a name bound to a state variable\'s '
+                    'object, or an entry of a container that is not state): make it loop '
+                    'state, e.g. pbc.hint(..., include=[name])')
             _check_same(state, new, names, 'while_loop', strict)
             for a, b in zip(full, flatten(new)[0]):
                 _runtime.scatter(a, b, lanes)
@@ -517,7 +606,7 @@ def if_stmt(args, cond, true_fn, false_fn, arg_labels=(), rv_labels=(), label=No
         and not _runtime.recording_depth()
     if evaluated:
         _eval(cond)
-    result, snaps = [], []
+    result, snaps, outside = [], [], []
     scattered = set()               # nodes that scatters in the branches made
     stash = _runtime.stash_refs(flatten(args)[0])
     try:
@@ -529,10 +618,12 @@ def if_stmt(args, cond, true_fn, false_fn, arg_labels=(), rv_labels=(), label=No
             _runtime.mask_push(mask)
             _symbolic_branches += not evaluated
             try:
-                result.append(call_user(fn, work, 'pbc.if_stmt()', role))
+                with Region(flatten(work)[0]) as region:
+                    result.append(call_user(fn, work, 'pbc.if_stmt()', role))
             finally:
                 _symbolic_branches -= not evaluated
                 _runtime.mask_pop()
+            outside.append(region.changed)
             scattered |= _scattered_nodes(args, work, nodes_before)
     finally:
         _runtime.unstash_refs(stash)
@@ -541,8 +632,13 @@ def if_stmt(args, cond, true_fn, false_fn, arg_labels=(), rv_labels=(), label=No
     same = _same_original(snaps, original)
     # Lane by lane, an argument's object that a branch changed in place takes that branch's
     # value (containers: their entries), whether or not it is a result, as the caller's
-    # object would under plain Python.
+    # object would under plain Python; so does an array from outside the arguments that a
+    # branch reached and changed (pbc/regions.py).
     updates = _object_updates(cond, original, snaps, scattered, same)
+    for key in dict.fromkeys([*outside[0], *outside[1]]):
+        x = (outside[0].get(key) or outside[1].get(key))[0]
+        ends = [o[key][1] if key in o else x for o in outside]
+        updates.append((x, _merge(cond, *ends, 'an array from outside the branches')))
     if isinstance(t, tuple) and isinstance(f, tuple) and len(t) == len(f) and labels:
         names = _names(t, tuple(labels))
         out = tuple(_merge(cond, a, b, n, scattered, same) for a, b, n in zip(t, f, names))

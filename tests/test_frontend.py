@@ -94,15 +94,15 @@ def test_golden_early_return():
     assert src(early) == textwrap.dedent('''\
         def early(x):
 
-            def _pbc_true_1():
+            def _pbc_true_1(x):
                 _pbc_retval = x * 2
                 return (_pbc_retval,)
 
-            def _pbc_false_1():
+            def _pbc_false_1(x):
                 _pbc_retval = x + 1
                 return (_pbc_retval,)
             _pbc_retval, = __pbc_ctl__.if_stmt((), x > 5, _pbc_true_1, _pbc_false_1, \
-labels=('_pbc_retval',))
+labels=('_pbc_retval',), reads=(x,))
             return _pbc_retval''')
 
 

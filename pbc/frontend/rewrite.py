@@ -20,7 +20,7 @@ reads is an ordinary closure read.
 
 import ast
 
-from .analysis import SCOPES, Names, header, is_compound
+from .analysis import SCOPES, Names, base_name, header, is_compound
 from .hints import CTL, ctl
 from .lowering import located
 
@@ -152,8 +152,24 @@ class Rewriter:
         is read where it is, as any other such variable."""
         return [v for v in hint.include if v in self.local or v in self.declared]
 
-    def call(self, fn, state, targets, at, hint, labels):
+    def reads(self, stmt, taken, *parts):
+        """The function's variables that `parts` (a loop's or branch's code) only read, and
+        that are certainly assigned before `stmt`: the loop or branch gets them as
+        parameters too, so that one bound to the same object as a state variable (`y = x`
+        before it, `y` read where `x += 1` changes it) is given that variable's working
+        copy, as Python would show the change through every name."""
+        found = Names.of(*parts).reads
+        defined = self.scopes[-1] | self.assigned.defined.get(id(stmt), set())
+        return [v for v in found if v in self.local and v not in taken and v in defined
+                and not v.startswith('_pbc_')]
+
+    def call(self, fn, state, targets, at, hint, labels, reads=(), rebinds=()):
         kw = [ast.keyword('labels', ast.Tuple([ast.Constant(v) for v in labels], ast.Load()))]
+        if reads:
+            kw.append(ast.keyword('reads', _tuple(reads)))
+        if reads and rebinds:
+            kw.append(ast.keyword('rebinds', ast.Tuple([ast.Constant(v) for v in rebinds],
+                                                       ast.Load())))
         call = located(ast.Call(ctl(fn).func, state, kw + hint.keywords), at)
         if not targets:
             return located(ast.Expr(call), at)
@@ -165,12 +181,15 @@ class Rewriter:
         state = [v for v in self.written(s.body) if v in head] + self.included(hint)
         state = self.sort(v for v in state + ([brk] if brk else []) if v not in hint.exclude)
         before, after = self.guard(state, s)
+        reads = self.reads(s, state, s.test, s.body)
+        params = state + reads
         test = IfExps().visit(s.test)
-        cond = _def(f'_pbc_cond_{n}', state, [located(ast.Return(test), s.test)], s)
-        body = self.scoped(state, s.body) + [located(ast.Return(_tuple(state)), s)]
-        body = _def(f'_pbc_body_{n}', state, body, s)
+        cond = _def(f'_pbc_cond_{n}', params, [located(ast.Return(test), s.test)], s)
+        body = self.scoped(params, s.body) + [located(ast.Return(_tuple(state)), s)]
+        body = _def(f'_pbc_body_{n}', params, body, s)
         args = [_tuple(state), _name(cond.name), _name(body.name)]
-        return before + [cond, body, self.call('while_loop', args, state, s, hint, state)] + \
+        return before + [cond, body, self.call('while_loop', args, state, s, hint, state,
+                                               reads, _rebinds(s.body, state))] + \
             [a for a in after if a.test.args[0].id in state]
 
     def if_(self, s, plan):
@@ -183,14 +202,48 @@ class Rewriter:
         entry = self.live.block_in(s.body, s) | self.live.block_in(s.orelse, s)
         args = self.sort([v for v in written if v in entry] + include)
         before, after = self.guard(args, s)
-        true, false = (_def(f'_pbc_{kind}_{n}', args, self.scoped(args, block)
+        reads = self.reads(s, args, s.body, s.orelse)
+        params = args + reads
+        true, false = (_def(f'_pbc_{kind}_{n}', params, self.scoped(params, block)
                             + [located(ast.Return(_tuple(outputs)), s)], s)
                        for kind, block in (('true', s.body), ('false', s.orelse)))
         test = IfExps().visit(s.test)
         call_args = [_tuple(args), test, _name(true.name), _name(false.name)]
         return before + [true, false, self.call('if_stmt', call_args, outputs, s, hint,
-                                                outputs)] + \
+                                                outputs, reads)] + \
             [a for a in after if a.test.args[0].id in outputs]
+
+
+def _rebinds(body, state):
+    """The state variables that `body` binds to another object (`x = ...`, not `x op=`),
+    and their entries and fields it binds (`x[0] = ...`: 'x[0]', `x.a = ...`: 'x.a', any
+    other: 'x[]'): across a loop's iterations their working copies hold the variable's (or
+    entry's) value, not that of the object they had before the loop."""
+    out = {}
+    for stmt in body:
+        for node in ast.walk(stmt):
+            if not isinstance(node, (ast.Assign, ast.AnnAssign)):
+                continue
+            for t in getattr(node, 'targets', None) or [node.target]:
+                for e in (t.elts if isinstance(t, (ast.Tuple, ast.List)) else [t]):
+                    if isinstance(e, ast.Name):
+                        out[e.id] = None
+                    elif isinstance(e, (ast.Subscript, ast.Attribute)):
+                        name = base_name(e.value)
+                        if name is not None:
+                            out[name + _entry(e)] = None
+    return [v for v in out if v.split('[')[0].split('.')[0] in state]
+
+
+def _entry(target):
+    """'[key]' (a constant key), '.field' or '[]' (any other) for `name[key] = ...` or
+    `name.field = ...` (deeper targets: '[]')."""
+    if isinstance(target.value, ast.Name):
+        if isinstance(target, ast.Attribute):
+            return '.' + target.attr
+        if isinstance(target.slice, ast.Constant):
+            return f'[{target.slice.value!r}]'
+    return '[]'
 
 
 def _params(fn):

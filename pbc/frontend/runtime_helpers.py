@@ -3,12 +3,15 @@
 Each helper does exactly what plain Python would do when its condition is a Python value,
 and defers to pbc.while_loop / pbc.if_stmt (pbc/control.py) when it is a JIT array."""
 
+import ast
 import sys
 
 from .. import control
 from .._runtime import ArrayBase
 from ..routines import select
+from ..state import nodes
 from ..tensor import Tensor
+from ..tree import children, rebuild
 from ..vector import StaticArray
 from .aliases import Aliases
 from .errors import SyntaxError_, UnassignedError, UnassignedLocalError
@@ -96,19 +99,48 @@ def ifexp(c, a, b):
     return control.if_stmt((), c, a, b, label='value')
 
 
+# ---- what a loop or branch only reads -----------------------------------------------------
+def _seen_through(reads, original, working, labels=(), rebinds=()):
+    """`reads` (values of the variables a loop or branch only reads) as its code must see
+    them, given the caller's state `original` and the working copy `working` that the
+    runtime gives the code: an object of the state, or a container holding one, is its
+    working copy (a name bound to an object that the code changes in place sees the
+    change, as in Python); anything else is itself. A loop's working copy of a variable
+    its body binds to another object (`rebinds`, by label; `name[]`: its entries) stands
+    for the variable, not for the object: that object is read as it is."""
+    if not reads:
+        return ()
+    copies = {}
+    for i, (o, w) in enumerate(zip(original, working)):
+        label = labels[i] if i < len(labels) else None
+        if label in rebinds:
+            continue
+        if any(r.startswith((f'{label}[', f'{label}.')) for r in rebinds):
+            copies[id(o)] = w
+            continue
+        copies.update((id(a), b) for a, b in zip(nodes(o)[0], nodes(w)[0]))
+    return tuple(_substitute(r, copies) for r in reads)
+
+
+def _substitute(x, copies):
+    w = copies.get(id(x))
+    if w is not None:
+        return w
+    parts = None if isinstance(x, ArrayBase) else children(x)
+    if not parts:
+        return x
+    new = [_substitute(p, copies) for p in parts]
+    return x if all(a is b for a, b in zip(new, parts)) else rebuild(x, new)
+
+
 # ---- while -----------------------------------------------------------------------------
-def while_loop(state, cond, body, labels=(), **kwargs):
+def while_loop(state, cond, body, labels=(), reads=(), rebinds=(), **kwargs):
     state, labels = tuple(state), tuple(labels)
     brk = next((i for i, v in enumerate(labels) if v.startswith(BREAK)), None)
-    if brk is not None:
-        user_cond = cond
-
-        def cond(*s):        # a lane that took `break` stops; Python: no further test
-            return (~s[brk] & user_cond(*s)) if is_jit(s[brk]) else \
-                (not s[brk] and user_cond(*s))
-    c = cond(*state)            # Python or JIT? (reused below: evaluated once)
+    c = _stopping(cond, brk, reads)(*state)          # Python or JIT? (computed once)
     if not is_jit(c):
-        return _python_loop(state, cond, body, c)
+        return _python_loop(state, _stopping(cond, brk, reads),
+                            lambda *s: body(*s, *reads), c)
     unassigned = [labels[i] for i, x in enumerate(state) if isinstance(x, Undefined)]
     if unassigned:
         raise _unassigned(unassigned, 'loop')
@@ -118,11 +150,67 @@ def while_loop(state, cond, body, labels=(), **kwargs):
     unique = aliases.collapse(state)
 
     def collapsed_body(*u):
-        return aliases.collapse(body(*aliases.expand(u)))
+        s = _fresh(aliases.expand(u), labels, rebinds)
+        return aliases.collapse(body(*s, *_seen_through(reads, state, s, labels, rebinds)))
     collapsed_body._pbc_body = body          # (identifies the loop: control._invariant_key)
-    out = control.while_loop(unique, _first(lambda *u: cond(*aliases.expand(u)), unique, c),
+    test = _stopping(cond, brk, reads, state, labels, rebinds)
+    out = control.while_loop(unique, _first(lambda *u: test(*aliases.expand(u)), unique, c),
                              collapsed_body, labels=shown(aliases.unique_labels()), **kwargs)
     return aliases.expand(out)
+
+
+def _fresh(state, labels, rebinds):
+    """The loop state as an iteration starts: the arrays that the body binds to other
+    objects (`rebinds`, see rewrite._rebinds), and the entries and fields it binds, are new
+    objects of their values (docs/semantics.md: an iteration does not change, through a
+    name it rebinds, the object the name had)."""
+    if not rebinds:
+        return state
+    state = list(state)
+    for i, label in enumerate(labels[:len(state)]):
+        x = state[i]
+        if label in rebinds and isinstance(x, ArrayBase):
+            state[i] = type(x)(x) if x.index else type(x)()
+        for r in rebinds:
+            if r.startswith((f'{label}[', f'{label}.')) and r != label:
+                _fresh_entry(x, r[len(label):])
+    return tuple(state)
+
+
+def _fresh_entry(container, entry):
+    """container's entry ('[key]', '.field'; '[]': every entry) as a new object of its
+    value (the container is the loop's working copy)."""
+    if entry.startswith('.'):
+        keys, get, put = [entry[1:]], getattr, setattr
+    else:
+        get, put = (lambda c, k: c[k]), (lambda c, k, v: c.__setitem__(k, v))
+        if entry == '[]':
+            keys = list(container) if isinstance(container, dict) else \
+                range(len(container)) if isinstance(container, list) else []
+        else:
+            keys = [ast.literal_eval(entry[1:-1])]
+    for k in keys:
+        try:
+            x = get(container, k)
+        except (AttributeError, KeyError, IndexError, TypeError):
+            continue
+        if isinstance(x, ArrayBase):
+            put(container, k, type(x)(x) if x.index else type(x)())
+
+
+def _stopping(cond, brk, reads, state=None, labels=(), rebinds=()):
+    """The loop's test of state s: cond(*s, *reads) (the read-only variables as
+    _seen_through() shows them through s, given the caller's `state`; None: a Python loop,
+    which has no working copies), and not where the `break` flag (state[brk]) is set: a
+    lane that took `break` stops; in Python, with no further test."""
+    def test(*s):
+        seen = reads if state is None else _seen_through(reads, state, s, labels, rebinds)
+        if brk is None:
+            return cond(*s, *seen)
+        if is_jit(s[brk]):
+            return ~s[brk] & cond(*s, *seen)
+        return not s[brk] and cond(*s, *seen)
+    return test
 
 
 def _first(cond, state, c):
@@ -152,16 +240,17 @@ def _python_loop(state, cond, body, c):
 
 
 # ---- if --------------------------------------------------------------------------------
-def if_stmt(args, cond, true_fn, false_fn, labels=(), **kwargs):
+def if_stmt(args, cond, true_fn, false_fn, labels=(), reads=(), **kwargs):
     if not is_jit(cond):
-        return true_fn(*args) if cond else false_fn(*args)
+        return true_fn(*args, *reads) if cond else false_fn(*args, *reads)
     labels, where = tuple(labels), _caller()
     aliases = Aliases(args, ())
 
     def checked(fn):
         def run(*a):
+            seen = _seen_through(reads, aliases.unique, a)
             out = tuple(type(cond)(x) if isinstance(x, bool) and v.startswith(BREAK) else x
-                        for v, x in zip(labels, fn(*aliases.expand(a))))  # flags: Bool arrays
+                        for v, x in zip(labels, fn(*aliases.expand(a), *seen)))  # (flags: Bool)
             bad = [v for v, x in zip(labels, out) if isinstance(x, Undefined)]
             if bad:
                 raise _unassigned_branch(bad, where)

@@ -1,0 +1,65 @@
+"""What a loop body or branch changes in place besides its own state.
+
+A loop body or branch being run is a region. Its own arrays are the working copies of its
+state (pbc/state.py) and every array made while it runs. Code can also reach an array of
+the caller's that is not state and change it in place: through a name the region only
+reads (`y = x` before it, `y += 1` inside), an entry of a container (`lst[0] = x`, then
+`lst[0] += 1`), a component of another vector. Python changes that object, on the lanes
+that run the code. The runtime tells pbc before any array changes in place
+(`_runtime.set_inplace_hook`); a region notes each foreign array with its value before
+the change, and when the region ends puts the old value back and keeps the end value: a
+conditional merges it lane by lane, an evaluated loop keeps it on the iteration's lanes,
+a symbolic loop records again with the array as loop state (pbc/control.py).
+
+Invariant: while a region is open, every array made before it and not among its own has
+the value it had when the region began, or is in `before` with that value.
+"""
+
+from . import _runtime
+
+_open = []          # the regions being run, innermost last
+
+
+class Region:
+    """`with Region(own) as r:` runs code that may change the arrays `own` in place; after
+    it, `r.changed` maps id -> (array from outside, its value at the end), the array itself
+    back at its value before."""
+
+    def __init__(self, own):
+        self.own = {id(a) for a in own}
+        self.keep = list(own)                   # (so that the ids stay theirs)
+        self.before = {}                        # id -> (array, its value before)
+        self.changed = {}
+
+    def __enter__(self):
+        self.made = _runtime.arrays_made_so_far()
+        _open.append(self)
+        _runtime.set_inplace_hook(_changing)
+        return self
+
+    def __exit__(self, *exc):
+        # (put back without the hook: to an enclosing region this is no change; the
+        # merged value the caller assigns afterwards is)
+        _runtime.set_inplace_hook(None)
+        try:
+            for key, (x, old) in self.before.items():
+                self.changed[key] = (x, _copy(x))
+                x._assign(old)
+        finally:
+            _open.pop()
+            _runtime.set_inplace_hook(_changing if _open else None)
+        return False
+
+
+def _changing(x):
+    """The hook: x is about to change in place inside the innermost region."""
+    r = _open[-1]
+    key = id(x)
+    if x._birth > r.made or key in r.own or key in r.before:
+        return
+    r.before[key] = (x, _copy(x))
+
+
+def _copy(x):
+    """A new array object of x's value and derivatives."""
+    return type(x)(x) if x.index else type(x)()
