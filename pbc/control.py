@@ -258,6 +258,8 @@ def _symbolic_loop(state, cond, body, names, c, strict):
         except _Outside as o:
             _stats['rerecorded'] += 1
             hidden += [x for x in o.args[0] if all(x is not h for h in hidden)]
+            if width == 1:          # (a loop of width 1 grows to theirs)
+                width = max(len(x) for x in hidden)
             continue
         except _Unshare as u:
             _stats['rerecorded'] += 1
@@ -432,7 +434,7 @@ def _evaluated_loop(state, cond, body, names, c, strict):
     if width == 1 and odd:
         _width(arrays, 'while_loop', names)                  # raises
     original = nodes(state)[0]
-    mutated = [False] * len(original)
+    mutated = _InPlace(len(original))
     changed = [False] * len(arrays)       # per array: whether some iteration changed it
     wide = {}               # (as wide as a symbolic loop's; an object under two names: one)
     state = build([a if i in odd else wide.setdefault(id(a), broadcast_lanes(a, width))
@@ -455,7 +457,7 @@ def _evaluated_loop(state, cond, body, names, c, strict):
             copies = {}
             final = [copies.setdefault(id(b), type(b)(b)) if ch else type(a)(a)
                      for a, b, ch in zip(arrays, flatten(state)[0], changed)]
-            return settle(state, final, original, mutated)
+            return settle(state, final, original, mutated.flags())
         # The body gets a working copy: changing it in place (pos.x += 1) must not touch
         # the state of the lanes that are done.
         old_arrays, _ = flatten(state)
@@ -476,7 +478,7 @@ def _evaluated_loop(state, cond, body, names, c, strict):
             outside[id(x)] = x
         _check_same(state, new, names, 'while_loop', strict)
         _check_initialized(new, names, W)
-        mutated = [a or b for a, b in zip(mutated, snap.same_path(new))]
+        mutated.add(snap, new)
         new_arrays, build_new = flatten(new)
         changed = [ch or a.index != b.index
                    for ch, a, b in zip(changed, old_arrays, new_arrays)]
@@ -503,6 +505,23 @@ def _evaluated_loop(state, cond, body, names, c, strict):
                                             since):
                 _runtime.schedule(i)
             first = False
+
+
+class _InPlace:
+    """Per node of an evaluated loop's state: whether every iteration left it the object it
+    got (the caller's, then) and one changed it in place: the caller's object takes its
+    final value. (A node one iteration rebinds stands for another object from then on.)"""
+
+    def __init__(self, n):
+        self.kept, self.changed = [True] * n, [False] * n
+
+    def add(self, snap, new):
+        for i, (r, w) in enumerate(zip(nodes(new)[0], snap.objs)):
+            self.kept[i] = self.kept[i] and r is w
+            self.changed[i] = self.changed[i] or (r is w and snap.changed(i))
+
+    def flags(self):
+        return [k and c for k, c in zip(self.kept, self.changed)]
 
 
 def _iteration_ends(state, changed):
@@ -544,7 +563,7 @@ def _compressed_loop(state, cond, body, names, c, strict):
     arrays, build = flatten(state)
     width = _width(arrays + [c], 'while_loop', names)
     original = nodes(state)[0]
-    mutated = [False] * len(original)
+    mutated = _InPlace(len(original))
     UInt32 = _runtime.class_for(c, 'uint32')
     full = [broadcast_lanes(a, width) for a in arrays]           # the results, lane by lane
     lanes = _runtime.counter(UInt32, width) if width > 1 else UInt32(0)
@@ -558,7 +577,7 @@ def _compressed_loop(state, cond, body, names, c, strict):
         _eval(c, current, lanes)
         keep = _runtime.compress(c if len(c) > 1 else broadcast_lanes(c, len(lanes)))
         if len(keep) == 0:
-            return settle(state, full, original, mutated)
+            return settle(state, full, original, mutated.flags())
         lanes = gather(UInt32, lanes, keep)
         work = build([gather(type(a), a, keep) for a in flatten(current)[0]])
         snap = Snapshot(work)
@@ -578,7 +597,7 @@ def _compressed_loop(state, cond, body, names, c, strict):
                 _runtime.scatter(a, b, lanes)
         finally:
             _runtime.masks_restore(saved)
-        mutated = [a or b for a, b in zip(mutated, snap.same_path(new))]
+        mutated.add(snap, new)
         current = _iteration_ends(new, [a.index != b.index for a, b in
                                         zip(flatten(work)[0], flatten(new)[0])])
         c = _condition(call_user(cond, current, W, 'loop condition', size_hint=_COMPRESSED), W)
@@ -634,16 +653,19 @@ def if_stmt(args, cond, true_fn, false_fn, arg_labels=(), rv_labels=(), label=No
     # value (containers: their entries), whether or not it is a result, as the caller's
     # object would under plain Python; so does an array from outside the arguments that a
     # branch reached and changed (pbc/regions.py).
-    updates = _object_updates(cond, original, snaps, scattered, same)
+    # (a result or entry that is such an array has its value at the branch's end)
+    ends = tuple({key: end for key, (_, end) in o.items()} for o in outside)
+    updates = _object_updates(cond, original, snaps, scattered, same, ends)
     for key in dict.fromkeys([*outside[0], *outside[1]]):
         x = (outside[0].get(key) or outside[1].get(key))[0]
-        ends = [o[key][1] if key in o else x for o in outside]
-        updates.append((x, _merge(cond, *ends, 'an array from outside the branches')))
+        values = [o[key][1] if key in o else x for o in outside]
+        updates.append((x, _merge(cond, *values, 'an array from outside the branches')))
     if isinstance(t, tuple) and isinstance(f, tuple) and len(t) == len(f) and labels:
         names = _names(t, tuple(labels))
-        out = tuple(_merge(cond, a, b, n, scattered, same) for a, b, n in zip(t, f, names))
+        out = tuple(_merge(cond, a, b, n, scattered, same, ends)
+                    for a, b, n in zip(t, f, names))
     else:
-        out = _merge(cond, t, f, label or 'result', scattered, same)
+        out = _merge(cond, t, f, label or 'result', scattered, same, ends)
     if evaluated:
         _eval(out, [m for _, m in updates])
     for x, m in updates:
@@ -668,7 +690,7 @@ def _same_original(snaps, original):
     return same
 
 
-def _object_updates(cond, original, snaps, scattered, same):
+def _object_updates(cond, original, snaps, scattered, same, ends=None):
     """(object, new value) for each of the caller's objects (arrays, and containers with
     their new entries) that a branch changed in place: the branches' copies, merged."""
     updates, seen = [], set()
@@ -690,7 +712,7 @@ def _object_updates(cond, original, snaps, scattered, same):
         if len(now[0]) != len(now[1]):
             raise StateError(f'pbc.if_stmt: the branches change the structure of '
                              f'{_describe(x)} differently')
-        updates.append((x, [_merge(cond, a, b, f'args[{i}][{k}]', scattered, same)
+        updates.append((x, [_merge(cond, a, b, f'args[{i}][{k}]', scattered, same, ends)
                             for k, (a, b) in enumerate(zip(*now))]))
     return updates
 
@@ -709,20 +731,26 @@ def _scattered_nodes(args, work, nodes_before):
     return new
 
 
-def _merge(cond, t, f, path, scattered=frozenset(), same=None):
+def _merge(cond, t, f, path, scattered=frozenset(), same=None, ends=None):
     """Lane by lane: t where cond holds, f elsewhere (same structure required). An array
     that the branches scattered into (`scattered`: the nodes that gave it) is the second
     branch's: its derivatives carry the first's on (see _scattered_nodes). Where `same`
-    finds the caller's object that both stand for, it is that object."""
+    finds the caller's object that both stand for, it is that object. `ends`: per branch,
+    the values at its end of the arrays from outside that it changed (pbc/regions.py: the
+    arrays themselves are back at their values before)."""
     if same is not None:
         o = same(t, f)
         if o is not None:
             return o
+    if ends is not None:
+        t, f = ends[0].get(id(t), t), ends[1].get(id(f), f)
     scalar = (bool, int, float)
     if isinstance(t, ArrayBase) and isinstance(f, ArrayBase) and t.index == f.index \
             and t.index and type(t) is type(f):
         if _runtime.ad_index(t) == _runtime.ad_index(f):
-            return t                # the same value on both sides (of its own width)
+            # (the same value on both sides, of its own width: two objects of one value
+            # are still two objects, `a = s` in one branch where s = a + 0 folded to a)
+            return t if t is f else type(t)(t)
         if _runtime.ad_index(t) in scattered or _runtime.ad_index(f) in scattered:
             return f
     if isinstance(t, ArrayBase) or isinstance(f, ArrayBase):
@@ -752,7 +780,7 @@ def _merge(cond, t, f, path, scattered=frozenset(), same=None):
         raise StateError(f"pbc.if_stmt: '{path}' has a different structure in the two branches")
     if isinstance(t, dict) and list(t) != list(f):
         raise StateError(f"pbc.if_stmt: '{path}' has different keys in the two branches")
-    return rebuild(t, [_merge(cond, a, b, f'{path}[{i}]', scattered, same)
+    return rebuild(t, [_merge(cond, a, b, f'{path}[{i}]', scattered, same, ends)
                        for i, (a, b) in enumerate(zip(pt, pf))])
 
 

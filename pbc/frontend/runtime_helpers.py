@@ -156,7 +156,9 @@ def while_loop(state, cond, body, labels=(), reads=(), rebinds=(), **kwargs):
     test = _stopping(cond, brk, reads, state, labels, rebinds)
     out = control.while_loop(unique, _first(lambda *u: test(*aliases.expand(u)), unique, c),
                              collapsed_body, labels=shown(aliases.unique_labels()), **kwargs)
-    return aliases.expand(out)
+    # (what the body rebinds is a new object after the loop, on every lane: also where
+    # no lane ran an iteration, as an evaluated loop may find)
+    return _fresh(aliases.expand(out), labels, rebinds)
 
 
 def _fresh(state, labels, rebinds):

@@ -1,0 +1,233 @@
+"""Random programs of statements (tests/programs.py) against plain Python, lane by lane.
+
+Each program runs under @pbc.syntax with its loops and conditionals symbolic and evaluated;
+its result and the caller's arguments afterwards must equal those of the same program run
+once per lane in plain Python (`programs.run_lanes`). UInt32 programs must agree exactly;
+Float64 programs within rounding, and their derivatives with respect to the argument `a`,
+forward and reverse mode (loops given max_iterations), must agree with central finite
+differences of the lane-by-lane oracle.
+
+A failure prints the program. PBC_FUZZ_SCALE=k runs k times as many programs; each has a
+time limit (a hang is a failure). `python tests/test_inplace_fuzz.py FIRST COUNT [uint|
+float]` runs seeds FIRST.. outside pytest and prints a line per failing seed (the large
+runs of the closing notes).
+"""
+
+import os
+import signal
+import sys
+import tempfile
+
+import numpy as np
+import programs
+import suite_backend
+from hypothesis import HealthCheck, given, note, settings
+from hypothesis import strategies as st
+
+import pbc
+
+SCALE = float(os.environ.get('PBC_FUZZ_SCALE', '1'))
+TIME_LIMIT = 60                       # seconds per program
+MODES = ('symbolic', 'evaluated')
+H = 1e-6                              # finite-difference step
+
+
+def examples(k):
+    return max(1, int(k * SCALE))
+
+
+SETTINGS = settings(deadline=None, derandomize=True,
+                    suppress_health_check=[HealthCheck.too_slow])
+
+
+class Hang(Exception):
+    pass
+
+
+def _alarm(*_):
+    raise Hang(f'the program ran longer than {TIME_LIMIT} s')
+
+
+def compile_program(source, path):
+    """The program as a module-level function of a file (for @pbc.syntax to read its
+    source), under @pbc.syntax."""
+    with open(path, 'w') as f:
+        f.write(source)
+    ns = dict(UInt32=suite_backend.UInt32, Float64=suite_backend.Float64, pbc=pbc)
+    exec(compile(source, path, 'exec'), ns)
+    return pbc.syntax(ns['f'])
+
+
+def flags(mode):
+    sym = mode == 'symbolic'
+    return (pbc.scoped_set_flag(pbc.JitFlag.SymbolicLoops, sym),
+            pbc.scoped_set_flag(pbc.JitFlag.SymbolicConditionals, sym))
+
+
+def run_mode(fn, values, kind, mode):
+    a, b = flags(mode)
+    with a, b:
+        return programs.run_pbc(fn, values, suite_backend.module, kind,
+                                programs.pbc_struct(_scalar(kind)))[0]
+
+
+def _scalar(kind):
+    return suite_backend.UInt32 if kind == 'uint' else suite_backend.Float64
+
+
+def mismatch(want, got, kind):
+    for lane, (w, g) in enumerate(zip(want, got)):
+        for i, (x, y) in enumerate(zip(w, g)):
+            if not programs.same(x, float(y) if kind == 'float' else int(y), kind):
+                return f'lane {lane}, value {i}: plain Python {x}, pbc {y}'
+    return None
+
+
+def derivatives(fn, values, mode):
+    """(forward, reverse): per lane, d(outputs)/da and d(sum_j w_j outputs_j)/da."""
+    Float64 = suite_backend.Float64
+    lanes = len(values[0])
+    a, b = flags(mode)
+    with a, b:
+        # forward: the tangent 1 on a
+        a0 = Float64(values[0])
+        pbc.enable_grad(a0)
+        parts = _outputs(fn, Float64(a0), values)
+        pbc.set_grad(a0, 1.0)
+        tracked = [p for p in parts if pbc.grad_enabled(p)]
+        if tracked:
+            pbc.forward_to(*tracked, flags=pbc.ADFlag.ClearNone)   # (an output may be a itself)
+        forward = [pbc.grad(p).numpy() if pbc.grad_enabled(p) else np.zeros(lanes)
+                   for p in parts]
+        # reverse: weights w_j on the outputs
+        a0 = Float64(values[0])
+        pbc.enable_grad(a0)
+        parts = _outputs(fn, Float64(a0), values)
+        w = WEIGHTS[:len(parts)]
+        loss = sum((p * float(wj) for p, wj in zip(parts, w) if pbc.grad_enabled(p)),
+                   Float64(0.0))
+        pbc.backward(loss)
+        g = pbc.grad(a0)
+        reverse = g.numpy() if g is not None else np.zeros(lanes)
+    return np.array([np.broadcast_to(f, lanes) for f in forward]).T, \
+        np.broadcast_to(reverse, lanes)
+
+
+WEIGHTS = np.random.default_rng(5).uniform(0.5, 1.5, 64)
+
+
+def _outputs(fn, a, values):
+    """The program's outputs (result, then the arguments afterwards) on `a` for argument a."""
+    mod = suite_backend.module
+    Obj = programs.pbc_struct(mod.Float64)
+    x = [a] + [mod.Float64(row) for row in values[1:]]
+    args = (x[0], x[1], mod.Array3f64(*x[2:5]), [x[5], x[6]], {'p': x[7]}, Obj(x[8], x[9]),
+            pbc.arange(mod.UInt32, len(values[0])))
+    result = fn(*args)
+    return [p if isinstance(p, mod.Float64) else mod.Float64(p) for p in
+            programs.flatten_result(result, Obj) + programs.flatten_result(args[:6], Obj)]
+
+
+def finite_differences(source, values):
+    """Per lane: d(outputs)/da by central differences of the lane-by-lane oracle."""
+    up = [[x + H for x in values[0]]] + values[1:]
+    down = [[x - H for x in values[0]]] + values[1:]
+    hi, lo = (np.array(programs.run_lanes(source, v, 'float')) for v in (up, down))
+    return (hi - lo) / (2 * H)
+
+
+def check(seed, kind, directory):
+    """None, or why program `seed` of `kind` fails."""
+    prog = programs.Program(seed, kind)
+    source = prog.source()
+    values = programs.inputs(seed, kind)
+    want = programs.run_lanes(source, values, kind)
+    fn = compile_program(source, os.path.join(directory, f'program_{kind}_{seed}.py'))
+    for mode in MODES:
+        why = mismatch(want, run_mode(fn, values, kind, mode), kind)
+        if why:
+            return f'{mode}: {why}'
+    if kind == 'float':
+        fd = finite_differences(source, values)
+        if np.all(np.isfinite(fd)) and np.abs(fd).max() < 1e6:
+            scale = 1e-5 * (1 + np.abs(fd))
+            for mode in MODES:
+                forward, reverse = derivatives(fn, values, mode)
+                bad = np.argwhere(np.abs(forward - fd) > scale)
+                if len(bad):
+                    lane, i = bad[0]
+                    return (f'{mode}, forward mode: lane {lane}, output {i}: d/da '
+                            f'{forward[lane, i]}, finite differences {fd[lane, i]}')
+                want_r = fd[:, :forward.shape[1]] @ WEIGHTS[:forward.shape[1]]
+                bad = np.argwhere(np.abs(reverse - want_r) > 1e-5 * (1 + np.abs(want_r)))
+                if len(bad):
+                    lane = bad[0][0]
+                    return (f'{mode}, reverse mode: lane {lane}: gradient {reverse[lane]}, '
+                            f'finite differences {want_r[lane]}')
+    return None
+
+
+def checked(seed, kind, directory):
+    previous = signal.signal(signal.SIGALRM, _alarm)
+    signal.alarm(TIME_LIMIT)
+    try:
+        return check(seed, kind, directory)
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+@settings(SETTINGS, max_examples=examples(40))
+@given(st.integers(0, 2**32 - 1))
+def test_uint_programs(tmp_path_factory, seed):
+    source = programs.Program(seed, 'uint').source()
+    note(source)
+    why = checked(seed, 'uint', str(tmp_path_factory.getbasetemp()))
+    assert why is None, f'{why}\n\n{source}'
+
+
+@settings(SETTINGS, max_examples=examples(15))
+@given(st.integers(0, 2**32 - 1))
+def test_float_programs_and_their_derivatives(tmp_path_factory, seed):
+    source = programs.Program(seed, 'float').source()
+    note(source)
+    why = checked(seed, 'float', str(tmp_path_factory.getbasetemp()))
+    assert why is None, f'{why}\n\n{source}'
+
+
+def test_the_oracle_follows_pythons_data_model():
+    # (a check of the checker: in-place forms change the object, `=` rebinds the name)
+    source = ('def f(a, b, v, lst, d, o, k):\n'
+              '    s = t = y = z = a\n'
+              '    y += 1\n'
+              '    lst[0] = b\n'
+              '    b *= 2\n'
+              '    v.y += a\n'
+              '    z = z + 1\n'
+              '    return (a, b, s, t, y, z, v, lst, d, o)\n')
+    values = [[3], [5], [1], [1], [1], [7], [0], [0], [0], [0]]
+    out = programs.run_lanes(source, values, 'uint')[0]
+    assert out[:6] == [4, 10, 4, 4, 4, 5]          # a b s t y z: one object, then z
+    assert out[6:10] == [1, 5, 1, 10]              # v (v.y += a: 1 + 4), lst[0] is b
+
+
+def main(argv):
+    first, count = int(argv[0]), int(argv[1])
+    kinds = argv[2:] or ['uint']
+    bad = 0
+    with tempfile.TemporaryDirectory() as directory:
+        for seed in range(first, first + count):
+            for kind in kinds:
+                try:
+                    why = checked(seed, kind, directory)
+                except Exception as e:          # noqa: BLE001 - an internal error is a failure
+                    why = f'{type(e).__name__}: {e}'
+                if why:
+                    bad += 1
+                    print(f'seed {seed} {kind}: {why}', flush=True)
+    print(f'{count * len(kinds)} programs, {bad} failed')
+    return 1 if bad else 0
+
+
+if __name__ == '__main__':
+    sys.exit(main(sys.argv[1:]))
