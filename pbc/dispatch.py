@@ -24,6 +24,7 @@ from .errors import SizeError, StateError, call_user
 from .evaluate import eval as _eval
 from .evaluate import eval_pending
 from .flags import JitFlag, flag
+from .regions import Region
 from .routines import broadcast_lanes, full, gather, select, zeros
 from .state import working_copy
 from .tree import children, flatten, mismatch, rebuild
@@ -319,12 +320,28 @@ def _enter(key, what):
     _active_calls.append((key, what))
 
 
+class _ChangedArguments(Exception):
+    """Internal: a target changed these arguments in place: record the call again with
+    their new values as outputs of every target."""
+
+
 def _symbolic(selector, active, targets, flat, what, tables=None):
     """Records every target once, in a scope of its own; the kernel runs each target only
     for the lanes (and vectors) that select it. (flat: flatten() of the arguments.) A
     call's derivative calls (pbc/ad/call.py) read the instances' attributes from the tables
     the call read them from (`tables`, a dict the first call fills): their derivatives are
-    the call's inputs."""
+    the call's inputs. An argument that a target changes in place (`x += y`) is the
+    caller's object, changed on the lanes that call that target (docs/semantics.md)."""
+    changed = ()
+    for _ in range(len(flat[0]) + 1):
+        try:
+            return _symbolic_once(selector, active, targets, flat, what, tables, changed)
+        except _ChangedArguments as more:
+            changed = tuple(sorted(set(changed) | more.args[0]))
+    raise RuntimeError(f'pbc: {what}: the arguments its targets change do not settle')
+
+
+def _symbolic_once(selector, active, targets, flat, what, tables, changed):
     width = len(selector)
     arrays, build = flat
     optimize = flag(JitFlag.OptimizeCalls)
@@ -363,11 +380,21 @@ def _symbolic(selector, active, targets, flat, what, tables=None):
                 # (Each target gets objects of its own: it may change them in place.)
                 inner = [T(a) if lit else _runtime.wrap_index(T, _runtime.call_arg(start, a))
                          for a, T, lit in zip(arrays, kinds, literal)]
+                given = [x.index for x in inner]
                 _enter(id(obj), what)
                 try:
-                    r = run_target(fn, build(inner), what)
+                    with Region(inner) as region:
+                        r = run_target(fn, build(inner), what)
                 finally:
                     _active_calls.pop()
+                if region.changed:
+                    raise StateError(
+                        f'pbc: a target of {what} changes in place an array that is not one '
+                        'of its arguments (an attribute, or an array from an enclosing '
+                        'scope): pass it as an argument, or return the new value')
+                more = {i for i, (x, g) in enumerate(zip(inner, given)) if x.index != g}
+                if more - set(changed):
+                    raise _ChangedArguments(more)
                 if isinstance(r, ArrayBase):            # (most targets: one array)
                     leaves = [r]
                     why = first is not None and type(r) is not type(first) and mismatch(
@@ -378,9 +405,10 @@ def _symbolic(selector, active, targets, flat, what, tables=None):
                     why = first is not None and mismatch(r, first, 'result')
                 if why:
                     raise StateError(f'pbc: the targets of {what} disagree: {why}')
+                _check_results(leaves, width, what)
+                leaves = leaves + [inner[i] for i in changed]
                 if first is None:
                     first, types = r, [type(x) for x in leaves]
-                _check_results(leaves, width, what)
             except BaseException:
                 _runtime.call_abort(start)
                 raise
@@ -407,6 +435,15 @@ def _symbolic(selector, active, targets, flat, what, tables=None):
     if optimize:
         _devirtualize(starts, outs, results, lambda: _calling(selector, active, targets),
                       effects)
+    if changed:
+        results, news = results[:-len(changed)], results[-len(changed):]
+        lanes = _calling(selector, active, targets)
+        for i, new in zip(changed, news):
+            if _runtime.ad_live_count() and _runtime.ad_index(arrays[i]):
+                raise NotImplementedError(
+                    f'pbc: a target of {what} changes in place an argument that carries '
+                    'derivatives: return its new value instead')
+            arrays[i]._assign(select(lanes, new, arrays[i]))
     return results[0] if isinstance(first, ArrayBase) else flatten(first)[1](results)
 
 
@@ -629,8 +666,10 @@ def _run_on_lanes(fn, obj, flat, lanes, width, Bool, selector, what, out, first,
     # A target that every lane calls needs neither the gathers nor the scatters.
     whole = len(lanes) == width
     arrays, build = flat
-    sub = build([type(a)(a) if whole or len(a) == 1 else gather(type(a), a, lanes)
-                 for a in arrays])
+    inner = [type(a)(a) if whole or len(a) == 1 else gather(type(a), a, lanes)
+             for a in arrays]
+    given = [x.index for x in inner]
+    sub = build(inner)
     _enter(id(obj), what)
     saved = _runtime.masks_take()        # the call runs on its own lanes only
     # ... all of them: a side effect of width 1 happens once per lane, as in a symbolic call
@@ -641,7 +680,28 @@ def _run_on_lanes(fn, obj, flat, lanes, width, Bool, selector, what, out, first,
             f'{len(lanes)} lanes that call it: pass arrays as wide as the call ({width}) '
             'as arguments instead of reading them from an enclosing scope, or call '
             'symbolically)')
-        r = _as_arrays(run_target(fn, sub, what, hint), selector)
+        with Region(inner) as region:
+            r = _as_arrays(run_target(fn, sub, what, hint), selector)
+        if region.changed:
+            raise StateError(
+                f'pbc: a target of {what} changes in place an array that is not one of its '
+                'arguments (an attribute, or an array from an enclosing scope): pass it as '
+                'an argument, or return the new value')
+        # (an argument the target changed in place: the caller's object, on its lanes)
+        for a, x, g in zip(arrays, inner, given):
+            if x.index == g:
+                continue
+            if _runtime.ad_live_count() and _runtime.ad_index(a):
+                raise NotImplementedError(
+                    f'pbc: a target of {what} changes in place an argument that carries '
+                    'derivatives: return its new value instead')
+            if whole:
+                a._assign(x)
+                continue
+            if len(a) != width:
+                a._assign(broadcast_lanes(a, width))
+            _runtime.scatter(a, x if len(x) == len(lanes) else broadcast_lanes(x, len(lanes)),
+                             lanes)
         if whole:
             _check_results(flatten(r)[0], width, what)
             return _widened(r, width), r

@@ -206,13 +206,18 @@ def paths(obj, name):
     parts = children(obj) if not isinstance(obj, ArrayBase) else None
     if parts is None:
         return [(name, obj)]
-    if isinstance(obj, dict):
-        keys = [f'[{k!r}]' for k in obj]
-    elif _fields(obj) is not None:
-        keys = [f'.{k}' for k in _fields(obj)]
-    else:
-        keys = [f'[{i}]' for i in range(len(parts))]
+    keys = child_keys(obj, parts)
     out = []
     for k, p in zip(keys, parts):
         out += paths(p, name + k)
     return out
+
+
+def child_keys(obj, parts=None):
+    """How code names each of container obj's children, after the container's name:
+    "['key']" (dicts), '.field' (DRJIT_STRUCTs, dataclasses), '[i]' (anything else)."""
+    if isinstance(obj, dict):
+        return [f'[{k!r}]' for k in obj]
+    if _fields(obj) is not None:
+        return [f'.{k}' for k in _fields(obj)]
+    return [f'[{i}]' for i in range(len(children(obj) if parts is None else parts))]

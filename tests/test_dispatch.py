@@ -1372,24 +1372,26 @@ def test_switch_keyword_arguments_and_names(mode):
 
 @pytest.mark.parametrize('mode', MODES)
 @pytest.mark.parametrize('optimize', [True, False])
-def test_targets_changing_their_arguments_in_place_see_their_own(mode, optimize):
+def test_targets_changing_their_arguments_in_place_change_the_callers(mode, optimize):
     def f(k):
         def target(x):
-            x += k                   # changes this target's argument object only
+            x += k                   # the caller's object, on this target's lanes
             return x
         return target
 
-    x = UInt32(1, 2, 3)
+    x = UInt32(1, 2, 3, 4)
+    alias = x
     with pbc.scoped_set_flag(pbc.JitFlag.OptimizeCalls, optimize):
-        r = pbc.switch(UInt32(0, 1, 2), [f(10), f(100), f(1000)], x, mode=mode)
+        r = pbc.switch(UInt32(0, 1, 2, 7), [f(10), f(100), f(1000)], x, mode=mode)
         lit = pbc.switch(UInt32(0, 1, 2), [f(10), f(100), f(1000)], UInt32(5), mode=mode)
-    assert r.numpy().tolist() == [11, 102, 1003] and x.numpy().tolist() == [1, 2, 3]
+    assert r.numpy().tolist() == [11, 102, 1003, 0]
+    assert alias.numpy().tolist() == [11, 102, 1003, 4]     # (lane 3 calls nothing)
     assert lit.numpy().tolist() == [15, 105, 1005]
 
 
 def test_an_evaluated_call_that_every_lane_makes_needs_no_gathers(capsys):
-    # The target runs on the arguments as they are (copies of their objects: changing one
-    # in place stays inside the target) and its results are the call's, widened.
+    # The target runs on the arguments as they are (copies of their objects, an in-place
+    # change of which the caller's objects take) and its results are the call's, widened.
     def target(v):
         v += 1
         return v, 2.5, Float(7), v
@@ -1400,7 +1402,7 @@ def test_an_evaluated_call_that_every_lane_makes_needs_no_gathers(capsys):
                        mode='evaluated')
     ir = capsys.readouterr().out
     assert 'gather' not in ir and 'scatter' not in ir
-    assert x.numpy().tolist() == [1, 2, 3] and r[0] is not r[3]
+    assert x.numpy().tolist() == [2, 3, 4] and r[0] is not r[3]
     assert [a.numpy().tolist() for a in r] == [[2, 3, 4], [2.5] * 3, [7] * 3, [2, 3, 4]]
     with pytest.raises(RuntimeError, match='width 2 for a call of width 3'):
         pbc.switch(UInt32(0, 0, 0), [lambda v: Float(1, 2)], x, mode='evaluated')

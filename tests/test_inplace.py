@@ -3,7 +3,7 @@ branches and derivatives mean what Python says, lane by lane (docs/semantics.md,
 changes"). Each program runs symbolic and evaluated."""
 
 import pytest
-from suite_backend import Array3u, Float, UInt32
+from suite_backend import PCG32, Array3u, Float, UInt32
 
 import pbc
 
@@ -164,3 +164,102 @@ def test_an_entry_assigned_on_some_lanes_is_a_new_object_on_all(mode):
     # (a JIT branch runs every lane at once: after it, the entry is one new object, and
     # the old one keeps its value; see docs/semantics.md)
     assert old.numpy().tolist() == [1, 2, 3, 4] and lst[0] is not old
+
+
+@pbc.syntax
+def _rebinding_loop(x, n):
+    i = UInt32(0)
+    while i < n:
+        x *= 2                          # (an object the iteration got as new: rule 4)
+        x = x + 1
+        i += 1
+    return x
+
+
+def test_a_loop_that_rebinds_a_name_changes_no_object_through_it(mode):
+    x = UInt32(1, 1, 1)
+    out = _rebinding_loop(x, pbc.arange(UInt32, 3))
+    assert out.numpy().tolist() == [1, 3, 7] and x.numpy().tolist() == [1, 1, 1]
+
+
+@pbc.syntax
+def _through_an_entry(a, lst, n):
+    lst[0] = a                          # (the entry is the caller's `a`, not loop state)
+    i = UInt32(0)
+    while i < n:
+        lst[0] += 10
+        i += 1
+    return i
+
+
+def test_an_array_reached_through_an_entry_changes_on_each_lane(mode):
+    a, lst = UInt32(1, 2, 3), [UInt32(0)]
+    _through_an_entry(a, lst, pbc.arange(UInt32, 3))
+    assert a.numpy().tolist() == [1, 12, 23] and lst[0] is a
+
+
+@pbc.syntax
+def _alias_read_in_loop(x, n):
+    y = x
+    total = UInt32(0)
+    i = UInt32(0)
+    while i < n:
+        x += 1
+        total += y                      # (y is x's object: it sees x += 1)
+        i += 1
+    return total
+
+
+def test_a_name_the_loop_only_reads_sees_changes_through_another(mode):
+    total = _alias_read_in_loop(UInt32(0, 0, 0), pbc.arange(UInt32, 3))
+    assert total.numpy().tolist() == [0, 1, 3]
+
+
+@pytest.mark.parametrize('call', ['symbolic', 'evaluated'])
+def test_call_targets_change_their_arguments_in_place(call):
+    def add(x, y):
+        x += y
+        return y
+
+    def triple(x, y):
+        x *= 3
+        return y
+
+    x = UInt32(1, 2, 3, 4)
+    alias = x
+    pbc.switch(UInt32(0, 1, 0, 1), [add, triple], x, UInt32(10), mode=call)
+    assert alias.numpy().tolist() == [11, 6, 13, 12]
+
+
+def test_a_call_target_changing_an_attribute_in_place_is_an_error():
+    counter = UInt32(0, 0)
+
+    def bump(x):
+        nonlocal counter
+        c = counter
+        c += 1                          # (not an argument of the target)
+        return x
+
+    with pytest.raises(RuntimeError) as e:
+        pbc.switch(UInt32(0, 0), [bump], UInt32(1, 2))
+    assert 'not one of its arguments' in str(e.value) + str(e.value.__cause__)
+    assert counter.numpy().tolist() == [0, 0]
+
+
+@pbc.syntax
+def _draws(rng, k):
+    x = Float(0)
+    if (k & 1) == 1:
+        x = rng.next_float32()          # (the generator advances on these lanes)
+    return x
+
+
+def test_a_random_generator_advances_on_the_lanes_that_draw(mode):
+    rng, ref = PCG32(4), PCG32(4)
+    first = ref.next_float32().numpy()
+    second = ref.next_float32().numpy()
+    x = _draws(rng, pbc.arange(UInt32, 4))
+    assert x.numpy().tolist() == pytest.approx([0, first[1], 0, first[3]])
+    assert rng.next_float32().numpy().tolist() == pytest.approx(
+        [first[0], second[1], first[2], second[3]])
+

@@ -11,7 +11,7 @@ from .._runtime import ArrayBase
 from ..routines import select
 from ..state import nodes
 from ..tensor import Tensor
-from ..tree import children, rebuild
+from ..tree import child_keys, children, rebuild
 from ..vector import StaticArray
 from .aliases import Aliases
 from .errors import SyntaxError_, UnassignedError, UnassignedLocalError
@@ -115,10 +115,14 @@ def _seen_through(reads, original, working, labels=(), rebinds=()):
         label = labels[i] if i < len(labels) else None
         if label in rebinds:
             continue
-        if any(r.startswith((f'{label}[', f'{label}.')) for r in rebinds):
-            copies[id(o)] = w
+        entries = _entries(o, label, rebinds)
+        if entries is None:
+            copies.update((id(a), b) for a, b in zip(nodes(o)[0], nodes(w)[0]))
             continue
-        copies.update((id(a), b) for a, b in zip(nodes(o)[0], nodes(w)[0]))
+        copies[id(o)] = w
+        for k, (a, b) in enumerate(zip(children(o), children(w))):
+            if k not in entries:
+                copies.update((id(p), q) for p, q in zip(nodes(a)[0], nodes(b)[0]))
     return tuple(_substitute(r, copies) for r in reads)
 
 
@@ -159,6 +163,28 @@ def while_loop(state, cond, body, labels=(), reads=(), rebinds=(), **kwargs):
     # (what the body rebinds is a new object after the loop, on every lane: also where
     # no lane ran an iteration, as an evaluated loop may find)
     return _fresh(aliases.expand(out), labels, rebinds)
+
+
+_COMPONENTS = {'.x': '[0]', '.y': '[1]', '.z': '[2]', '.w': '[3]'}
+
+
+def _entries(container, label, rebinds):
+    """The positions (in children() order) of the container's entries that a loop body
+    binds (`rebinds`: 'name[0]', 'name.field', 'name[]' for any), or None if it binds
+    none."""
+    bound = [r[len(label):] for r in rebinds if label is not None and
+             r.startswith((f'{label}[', f'{label}.'))]
+    if not bound:
+        return None
+    parts = children(container)
+    if parts is None:
+        return set()
+    if '[]' in bound:
+        return set(range(len(parts)))
+    keys = child_keys(container, parts)
+    if isinstance(container, StaticArray):
+        bound = [_COMPONENTS.get(b, b) for b in bound]
+    return {k for k, key in enumerate(keys) if key in bound}
 
 
 def _fresh(state, labels, rebinds):
