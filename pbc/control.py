@@ -20,7 +20,7 @@ from .errors import (
 from .evaluate import eval as _eval
 from .flags import JitFlag, flag
 from .reductions import any as _any
-from .regions import Region, _copy
+from .regions import Region, copy_of
 from .routines import broadcast_lanes, gather, select
 from .state import Snapshot, nodes, scattered_into, settle, working_copy
 from .tensor import Tensor
@@ -336,15 +336,19 @@ def _record(state, arrays, build, cond, body, names, width, fixed, strict, assum
     start, phis = _runtime.loop_begin([arrays[i].index for i in loop_arrays] +
                                       [x.index for x in hidden], width, backend)
     phis, hidden_phis = phis[:len(loop_arrays)], phis[len(loop_arrays):]
-    saved = [_copy(x) for x in hidden]
+    saved = [copy_of(x) for x in hidden]
+    # The phis, held until the loop ends: the body may change the objects that show them
+    # in place (`x *= 0`), which then let go of them.
+    held = [_runtime.wrap_index(type(arrays[i]), p) for i, p in zip(loop_arrays, phis)] + \
+        [_runtime.wrap_index(type(x), p) for x, p in zip(hidden, hidden_phis)]
     ad_propagate.body_begin()
     try:
-        for x, p in zip(hidden, hidden_phis):
-            x._assign(_runtime.wrap_index(type(x), p))      # (x holds the phi's reference)
+        for x, p in zip(hidden, held[len(loop_arrays):]):
+            x._assign(p)
         # The body's working copy: the loop's variables in new objects and containers.
         inner = [type(a)(a) for a in arrays]
-        for i, p in zip(loop_arrays, phis):
-            inner[i] = _runtime.wrap_index(type(arrays[i]), p)
+        for i, p in zip(loop_arrays, held):
+            inner[i] = type(p)(p)
         for i, j in aliases.items():
             inner[i] = inner[j]
         st = build(inner)
@@ -421,7 +425,7 @@ def _record(state, arrays, build, cond, body, names, width, fixed, strict, assum
             final[i] = _runtime.wrap_index(type(arrays[i]), o)
     for i, j in aliases.items():
         final[i] = final[j]
-    return settle(new, final, nodes(state)[0], snap.same_path(new))
+    return settle(new, final, nodes(state)[0], snap.same_path(new), snap.kept(new))
 
 
 def _evaluated_loop(state, cond, body, names, c, strict):
@@ -457,7 +461,7 @@ def _evaluated_loop(state, cond, body, names, c, strict):
             copies = {}
             final = [copies.setdefault(id(b), type(b)(b)) if ch else type(a)(a)
                      for a, b, ch in zip(arrays, flatten(state)[0], changed)]
-            return settle(state, final, original, mutated.flags())
+            return settle(state, final, original, mutated.flags(), mutated.kept)
         # The body gets a working copy: changing it in place (pos.x += 1) must not touch
         # the state of the lanes that are done.
         old_arrays, _ = flatten(state)
@@ -577,7 +581,7 @@ def _compressed_loop(state, cond, body, names, c, strict):
         _eval(c, current, lanes)
         keep = _runtime.compress(c if len(c) > 1 else broadcast_lanes(c, len(lanes)))
         if len(keep) == 0:
-            return settle(state, full, original, mutated.flags())
+            return settle(state, full, original, mutated.flags(), mutated.kept)
         lanes = gather(UInt32, lanes, keep)
         work = build([gather(type(a), a, keep) for a in flatten(current)[0]])
         snap = Snapshot(work)

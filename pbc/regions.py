@@ -43,7 +43,7 @@ class Region:
         _runtime.set_inplace_hook(None)
         try:
             for key, (x, old) in self.before.items():
-                self.changed[key] = (x, _copy(x))
+                self.changed[key] = (x, copy_of(x))
                 x._assign(old)
         finally:
             _open.pop()
@@ -57,9 +57,9 @@ def _changing(x):
     key = id(x)
     if x._birth > r.made or key in r.own or key in r.before:
         return
-    r.before[key] = (x, _copy(x))
+    r.before[key] = (x, copy_of(x))
 
 
-def _copy(x):
+def copy_of(x):
     """A new array object of x's value and derivatives."""
     return type(x)(x) if x.index else type(x)()

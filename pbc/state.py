@@ -1,9 +1,10 @@
 """The state of a loop or conditional, tracked as Dr.Jit tracks it.
 
 A body never sees the caller's objects: it gets a working copy of the state (new containers
-and new array objects for the same values), so that an exception leaves the caller's state
-as it was, and so that one branch's in-place changes do not reach the other. Afterwards the
-results are mapped back onto the caller's objects:
+and new array objects for the same values, one per object however many names share it), so
+that an exception leaves the caller's state as it was, and so that one branch's in-place
+changes do not reach the other. Afterwards the results are mapped back onto the caller's
+objects (the rules lane by lane: docs/semantics.md, "In-place changes"):
 
 - a value that ends as it started is the caller's object itself;
 - a value the body changed in place (`x += 1` on the array it got, `lst[0] = v` on the
@@ -89,6 +90,10 @@ class Snapshot:
         objs = nodes(result)[0]
         return [r is w and self.changed(i) for i, (r, w) in enumerate(zip(objs, self.objs))]
 
+    def kept(self, result):
+        """For each node of `result`: whether it is the working copy's node at that place."""
+        return [r is w for r, w in zip(nodes(result)[0], self.objs)]
+
     def identity_of(self, x):
         """(position, changed): where x is in the working copy (None if it is not one of its
         nodes), and whether it was changed in place."""
@@ -96,24 +101,28 @@ class Snapshot:
         return i, i is not None and self.changed(i)
 
 
-def settle(result, finals, originals, mutated):
-    """The caller's view of a loop's or branch's result.
+def settle(result, finals, originals, mutated, kept=None):
+    """The caller's view of a loop's result.
 
     `result` gives the structure (a tree of the body's result), `finals` its new arrays in
     flatten order, and per node of `result` in pre-order: `originals` the caller's object it
-    stands for (or None) and `mutated` whether the body changed that object in place."""
+    stands for (or None), `mutated` whether the body changed that object in place and
+    `kept` whether the body left the node the object it got (None: all were). A node the
+    body bound to another object is a new object, even of the same value: the caller's
+    object under its other names must not follow it (docs/semantics.md, rule 3)."""
     if not _is_node(result):
         return result
-    return _settle(result, iter(finals), iter(zip(originals, mutated)))
+    kept = [True] * len(mutated) if kept is None else kept
+    return _settle(result, iter(finals), iter(zip(originals, mutated, kept)))
 
 
 def _settle(r, finals, homes):
     # A module-level function, not a closure over itself: such a cycle would keep the arrays
     # alive until the garbage collector runs.
-    o, m = next(homes)
+    o, m, k = next(homes)
     if isinstance(r, ArrayBase):
         f = next(finals)
-        if isinstance(o, ArrayBase) and type(o) is type(f) and o.index:
+        if k and isinstance(o, ArrayBase) and type(o) is type(f) and o.index:
             if o.index == f.index:
                 # (a scatter in the body gave the array's copy a node of its own: the
                 # array written in place takes it)
@@ -125,7 +134,7 @@ def _settle(r, finals, homes):
                 return o
         return f
     new = [_settle(p, finals, homes) if _is_node(p) else p for p in children(r)]
-    now = children(o) if o is not None and type(o) is type(r) else None
+    now = children(o) if k and o is not None and type(o) is type(r) else None
     if now is not None and len(now) == len(new):
         if all(a is b for a, b in zip(now, new)):
             if m and hasattr(o, '_pbc_assign'):

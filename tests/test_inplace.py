@@ -263,3 +263,18 @@ def test_a_random_generator_advances_on_the_lanes_that_draw(mode):
     assert rng.next_float32().numpy().tolist() == pytest.approx(
         [first[0], second[1], first[2], second[3]])
 
+
+
+def test_a_loop_variable_changed_in_place_to_a_constant():
+    # (x *= 0 folds to a literal: the object let go of the loop's phi, which the loop
+    # still needed; the kernel then read a freed variable)
+    def body(i, x):
+        i += 1
+        x *= 0
+        return i, x
+
+    x0 = UInt32(4, 5, 6)
+    i, x = pbc.while_loop((UInt32(0), x0), lambda i, x: i < UInt32(1, 2, 0), body,
+                          mode='symbolic')
+    assert x is x0 and x0.numpy().tolist() == [0, 0, 6]
+    assert i.numpy().tolist() == [1, 2, 0]

@@ -14,6 +14,7 @@ runs of the closing notes).
 """
 
 import os
+import resource
 import signal
 import sys
 import tempfile
@@ -28,6 +29,7 @@ import pbc
 
 SCALE = float(os.environ.get('PBC_FUZZ_SCALE', '1'))
 TIME_LIMIT = 60                       # seconds per program
+MEMORY_LIMIT = 8 << 30                # bytes of address space, for `main`
 MODES = ('symbolic', 'evaluated')
 H = 1e-6                              # finite-difference step
 
@@ -215,8 +217,11 @@ def main(argv):
     first, count = int(argv[0]), int(argv[1])
     kinds = argv[2:] or ['uint']
     bad = 0
+    # (a program whose trace blows up is a failure of its own, not the end of the run)
+    resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
     with tempfile.TemporaryDirectory() as directory:
         for seed in range(first, first + count):
+            print(f'seed {seed}', file=sys.stderr, flush=True)
             for kind in kinds:
                 try:
                     why = checked(seed, kind, directory)

@@ -4,8 +4,9 @@ Python code that modifies an object in place (`rng.next_uint32()`, `obj.field = 
 it under every name that refers to it (`b = a`), loop state or not. The runtime, however,
 tracks each state entry on its own (pbc/state.py). So for a JIT loop or branch, a container
 under several state names is passed once and handed to the user's functions under all its
-names again (Aliases). JIT arrays are passed per name: `acc = x` followed by
-`acc = acc * x` in a loop must leave x alone."""
+names again (Aliases). JIT arrays are passed per name (`acc = x` followed by
+`acc = acc * x` in a loop must leave x alone); the runtime gives names that share an
+array one working copy of it (pbc/state.py, working_copy)."""
 
 from .._runtime import ArrayBase
 
