@@ -2,8 +2,11 @@
 branches and derivatives mean what Python says, lane by lane (docs/semantics.md, "In-place
 changes"). Each program runs symbolic and evaluated."""
 
+import dataclasses
+
+import numpy as np
 import pytest
-from suite_backend import PCG32, Array3u, Float, UInt32
+from suite_backend import PCG32, Array3u, Float, TensorXf, UInt32
 
 import pbc
 
@@ -278,3 +281,37 @@ def test_a_loop_variable_changed_in_place_to_a_constant():
                           mode='symbolic')
     assert x is x0 and x0.numpy().tolist() == [0, 0, 6]
     assert i.numpy().tolist() == [1, 2, 0]
+
+
+@dataclasses.dataclass
+class _Record:
+    DRJIT_STRUCT = {'hits': UInt32, 'total': Float}
+    hits: UInt32
+    total: Float
+
+
+@pbc.syntax
+def _kinds(t, rec, stack, k):
+    i = UInt32(0)
+    while i < k:
+        t += 1.0                        # (a tensor, in place)
+        if (i & 1) == 0:
+            rec.hits += 1               # (a dataclass field)
+            rec.total *= 2.0
+        stack[i & 1] = stack[i & 1] + 5     # (a pbc.Local entry)
+        i += 1
+    return i
+
+
+def test_tensors_dataclass_fields_and_local_memory_change_in_place(mode):
+    t = TensorXf(np.zeros(4, dtype=np.float32))
+    rec = _Record(UInt32(0), Float(1.0))
+    hits = rec.hits
+    stack = pbc.alloc_local(UInt32, 2, UInt32(0))
+    alias = t
+    _kinds(t, rec, stack, pbc.arange(UInt32, 4))
+    assert alias.numpy().tolist() == [0, 1, 2, 3]
+    assert hits.numpy().tolist() == [0, 1, 1, 2] and rec.hits is hits
+    assert rec.total.numpy().tolist() == [1, 2, 2, 4]
+    assert stack[UInt32(0)].numpy().tolist() == [0, 5, 5, 10]
+    assert stack[UInt32(1)].numpy().tolist() == [0, 0, 5, 5]

@@ -179,22 +179,23 @@ def checked(seed, kind, directory):
         signal.signal(signal.SIGALRM, previous)
 
 
+def fuzz(seed, kind, directory):
+    source = programs.Program(seed, kind).source()
+    note(source)
+    why = checked(seed, kind, str(directory))
+    assert why is None, f'{why}\n\n{source}'
+
+
 @settings(SETTINGS, max_examples=examples(40))
 @given(st.integers(0, 2**32 - 1))
 def test_uint_programs(tmp_path_factory, seed):
-    source = programs.Program(seed, 'uint').source()
-    note(source)
-    why = checked(seed, 'uint', str(tmp_path_factory.getbasetemp()))
-    assert why is None, f'{why}\n\n{source}'
+    fuzz(seed, 'uint', tmp_path_factory.getbasetemp())
 
 
 @settings(SETTINGS, max_examples=examples(15))
 @given(st.integers(0, 2**32 - 1))
 def test_float_programs_and_their_derivatives(tmp_path_factory, seed):
-    source = programs.Program(seed, 'float').source()
-    note(source)
-    why = checked(seed, 'float', str(tmp_path_factory.getbasetemp()))
-    assert why is None, f'{why}\n\n{source}'
+    fuzz(seed, 'float', tmp_path_factory.getbasetemp())
 
 
 def test_the_oracle_follows_pythons_data_model():
