@@ -138,8 +138,10 @@ cdef void own_target(ArrayBase target) except *:
     """Gives `target` a buffer that no other array or pending read shares (copy-on-write)."""
     cdef uint32_t t = target._index, fresh = 0
     sole = stashed_refs.get(t) if stashed_refs else None
-    if sole is not None and sole[0] != 1:
-        sole = None                  # others held it before: they must not see the write
+    if sole is not None and (sole[0] != 1 or not any(x is target for x in sole[2:])):
+        # (others held it before: they must not see the write; or the target is another
+        # array of the same variable, `zeros(T, n)` of a literal the state holds too)
+        sole = None
     if vars[t].op == OP_LITERAL:
         fresh = materialize(t)
         if sole is not None:         # the caller's array and its copies take the buffer

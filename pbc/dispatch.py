@@ -698,10 +698,13 @@ def _run_on_lanes(fn, obj, flat, lanes, width, Bool, selector, what, out, first,
             if whole:
                 a._assign(x)
                 continue
-            if len(a) != width:
-                a._assign(broadcast_lanes(a, width))
-            _runtime.scatter(a, x if len(x) == len(lanes) else broadcast_lanes(x, len(lanes)),
-                             lanes)
+            # (a new value, not a scatter into `a`: that would write the buffer `a` shares
+            # with other arrays, and with the caller's where `a` is a branch's working copy)
+            value, hit = zeros(type(a), width), zeros(Bool, width)
+            _runtime.scatter(value, x if len(x) == len(lanes) else
+                             broadcast_lanes(x, len(lanes)), lanes)
+            _runtime.scatter(hit, _runtime.literal(Bool, True, len(lanes)), lanes)
+            a._assign(select(hit, value, a))
         if whole:
             _check_results(flatten(r)[0], width, what)
             return _widened(r, width), r

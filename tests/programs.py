@@ -18,7 +18,9 @@ users write, not only expressions:
 * `if`/`elif`/`else` on lane-varying conditions, nested;
 * bounded `while` loops (a counter stepped first in the body, so that `continue` is safe)
   with `break` and `continue` under conditions, nested two deep;
-* early `return` from the function's top-level conditionals.
+* early `return` from the function's top-level conditionals;
+* calls (`pbc.switch` over CALLS, UInt32 programs) whose targets change an argument in
+  place; an index of 3 calls nothing.
 
 The oracle is the same source run in plain Python once per lane, on the scalar classes
 below: `x op= e` changes the object x names (as on a pbc array, and unlike a Python int),
@@ -192,11 +194,36 @@ def _struct_init(self, p=None, q=None):
 
 
 class _Hint:
-    """The `pbc` the oracle's programs see: hint() returns its condition."""
+    """The `pbc` the oracle's programs see: hint() returns its condition, switch() calls
+    the lane's target."""
 
     @staticmethod
     def hint(value, **kwargs):
         return value
+
+    @staticmethod
+    def switch(index, targets, *args):
+        i = _value(index)
+        return targets[i](*args) if i < len(targets) else None
+
+
+# The targets of the programs' calls (UInt32): each changes an argument in place.
+def call_add(x, y):
+    x += y
+    return x
+
+
+def call_shift(x, y):
+    x ^= y << 1
+    return y
+
+
+def call_back(x, y):
+    y -= x
+    return x
+
+
+CALLS = (call_add, call_shift, call_back)
 
 
 def fresh(x):
@@ -371,8 +398,18 @@ class Program:
             self.emit(indent + 1, jump)
         elif r < 0.96 and top and indent == 2:
             self.emit(indent, 'return ' + self.result())
+        elif r < 0.985 and self.kind == 'uint':
+            self.call(indent)
         else:
             self.augmented(indent)
+
+    def call(self, indent):
+        """pbc.switch over CALLS (targets that change an argument in place) on two places
+        that cannot be one object (a target gets each argument as an object of its own)."""
+        p, q = self.rng.sample(PLACES, 2)
+        if self.find(p) == self.find(q):
+            return self.augmented(indent)
+        self.emit(indent, f'pbc.switch(({self.expr(1)} ^ k) % 4, CALLS, {p}, {q})')
 
     def operators(self):
         if self.kind == 'uint':
@@ -485,7 +522,7 @@ def run_lanes(source, values, kind):
     numbers), from plain Python on the lane's scalars."""
     Scalar = LaneU32 if kind == 'uint' else LaneF64
     Vector, Obj = lane_vector(Scalar), struct_type(Scalar)
-    ns = dict(UInt32=LaneU32, Float64=LaneF64, pbc=_Hint, fresh=fresh)
+    ns = dict(UInt32=LaneU32, Float64=LaneF64, pbc=_Hint, fresh=fresh, CALLS=CALLS)
     exec(compile(lane_source(source), '<program>', 'exec'), ns)
     out = []
     for lane in range(len(values[0])):

@@ -315,3 +315,36 @@ def test_tensors_dataclass_fields_and_local_memory_change_in_place(mode):
     assert rec.total.numpy().tolist() == [1, 2, 2, 4]
     assert stack[UInt32(0)].numpy().tolist() == [0, 5, 5, 10]
     assert stack[UInt32(1)].numpy().tolist() == [0, 0, 5, 5]
+
+
+@pbc.syntax
+def _call_in_branch(a, k):
+    s = a + 1
+    t = UInt32(0)
+    z = s * 0                           # (the literal 0, as t: one variable)
+    if (k & 3) != 0:
+        pbc.switch(k % 4, [_add, _add, _subtract_from], s, t)
+    else:
+        z //= 3
+    return s, t, z
+
+
+def _add(x, y):
+    x += y
+    return x
+
+
+def _subtract_from(x, y):
+    y -= x
+    return x
+
+
+@pytest.mark.parametrize('call', ['symbolic', 'evaluated'])
+def test_a_call_changing_arguments_in_a_branch_writes_no_other_array(mode, call):
+    # (an evaluated call's zeros for its results were the literal that the branch's state
+    # held too: their scatter wrote the state's buffer)
+    with pbc.scoped_set_flag(pbc.JitFlag.SymbolicCalls, call == 'symbolic'):
+        s, t, z = _call_in_branch(pbc.arange(UInt32, 5) * 10, pbc.arange(UInt32, 5))
+    assert s.numpy().tolist() == [1, 11, 21, 31, 41]
+    assert t.numpy().tolist() == [0, 0, 2**32 - 21, 0, 0]
+    assert z.numpy().tolist() == [0] * 5

@@ -55,7 +55,8 @@ def compile_program(source, path):
     source), under @pbc.syntax."""
     with open(path, 'w') as f:
         f.write(source)
-    ns = dict(UInt32=suite_backend.UInt32, Float64=suite_backend.Float64, pbc=pbc)
+    ns = dict(UInt32=suite_backend.UInt32, Float64=suite_backend.Float64, pbc=pbc,
+              CALLS=programs.CALLS)
     exec(compile(source, path, 'exec'), ns)
     return pbc.syntax(ns['f'])
 
@@ -63,12 +64,13 @@ def compile_program(source, path):
 def flags(mode):
     sym = mode == 'symbolic'
     return (pbc.scoped_set_flag(pbc.JitFlag.SymbolicLoops, sym),
-            pbc.scoped_set_flag(pbc.JitFlag.SymbolicConditionals, sym))
+            pbc.scoped_set_flag(pbc.JitFlag.SymbolicConditionals, sym),
+            pbc.scoped_set_flag(pbc.JitFlag.SymbolicCalls, sym))
 
 
 def run_mode(fn, values, kind, mode):
-    a, b = flags(mode)
-    with a, b:
+    a, b, c = flags(mode)
+    with a, b, c:
         return programs.run_pbc(fn, values, suite_backend.module, kind,
                                 programs.pbc_struct(_scalar(kind)))[0]
 
@@ -89,8 +91,8 @@ def derivatives(fn, values, mode):
     """(forward, reverse): per lane, d(outputs)/da and d(sum_j w_j outputs_j)/da."""
     Float64 = suite_backend.Float64
     lanes = len(values[0])
-    a, b = flags(mode)
-    with a, b:
+    a, b, c = flags(mode)
+    with a, b, c:
         # forward: the tangent 1 on a
         a0 = Float64(values[0])
         pbc.enable_grad(a0)
