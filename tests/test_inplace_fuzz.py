@@ -19,8 +19,10 @@ import signal
 import sys
 import tempfile
 
+import inplace_found
 import numpy as np
 import programs
+import pytest
 import suite_backend
 from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
@@ -198,6 +200,17 @@ def test_uint_programs(tmp_path_factory, seed):
 @given(st.integers(0, 2**32 - 1))
 def test_float_programs_and_their_derivatives(tmp_path_factory, seed):
     fuzz(seed, 'float', tmp_path_factory.getbasetemp())
+
+
+@pytest.mark.parametrize('seed', sorted(inplace_found.FOUND))
+def test_programs_found_before(tmp_path, seed):
+    source = inplace_found.FOUND[seed]
+    values = programs.inputs(seed, 'uint')
+    want = programs.run_lanes(source, values, 'uint')
+    fn = compile_program(source, str(tmp_path / f'found_{seed}.py'))
+    for mode in MODES:
+        why = mismatch(want, run_mode(fn, values, 'uint', mode), 'uint')
+        assert why is None, f'{mode}: {why}\n\n{source}'
 
 
 def test_the_oracle_follows_pythons_data_model():

@@ -1,0 +1,264 @@
+"""Programs the random-program tests (tests/test_inplace_fuzz.py) found wrong, reduced:
+each ran against the oracle on the inputs of its seed (programs.inputs). Keyed by seed."""
+
+FOUND = {
+    5: '''\
+def f(a, b, v, lst, d, o, k):
+    s = UInt32(5) + a
+    t = UInt32(7)
+    y = UInt32(4294967295)
+    z = lst[0]
+    if (o.q & o.p) > o.q:
+        v.x |= s
+    else:
+        if (0 + k) % 3 == 2:
+            lst[0] = ((k & k) % (o.q | 1))
+        if (k & 3) != 0:
+            lst[0] ^= ((a % ((0 + k) | 1)) >> (d['p'] & 7))
+    return (a, b, s, t, y, z, v, lst, d, o)
+''',
+    7: '''\
+def f(a, b, v, lst, d, o, k):
+    s = UInt32(7) + a
+    t = UInt32(2)
+    y = a
+    z = lst[0]
+    c1 = UInt32(0)
+    while pbc.hint(c1 < 3, max_iterations=8):
+        c1 += 1
+        if (v.x + t) > o.q:
+            b >>= ((2 + k) & 7)
+        elif (k & 1) != 0:
+            c2 = UInt32(0)
+            while pbc.hint(c2 < (v.y & 3), max_iterations=8):
+                c2 += 1
+                t = o.p
+        else:
+            z = d['p']
+        lst[0] = (s << ((v.y - lst[1]) & 7))
+        c3 = UInt32(0)
+        while pbc.hint(c3 < (k & 3), max_iterations=8):
+            c3 += 1
+            if (v.y | b) % 3 == 1:
+                if (k & 3) != 0:
+                    v.y ^= a
+                else:
+                    if v.x > z:
+                        break
+    return (a, b, s, t, y, z, v, lst, d, o)
+''',
+    11: '''\
+def f(a, b, v, lst, d, o, k):
+    s = UInt32(65535) + a
+    t = UInt32(4294967295)
+    y = UInt32(65535)
+    z = lst[0]
+    if ((1 + k) & t) > a:
+        y %= (lst[1] | 1)
+    elif ((1 + k) ^ k) % 3 == 0:
+        v += v.x
+    return (a, b, s, t, y, z, v, lst, d, o)
+''',
+    37: '''\
+def f(a, b, v, lst, d, o, k):
+    s = UInt32(1) + a
+    t = UInt32(4294967295)
+    y = a
+    z = s * 65535
+    c3 = UInt32(0)
+    while pbc.hint(c3 < 3, max_iterations=8):
+        c3 += 1
+        y += (((5 + k) & v.y) & (7 + k))
+        a ^= ((d['p'] ^ (2 + k)) * ((2 + k) - z))
+    return (a, b, s, t, y, z, v, lst, d, o)
+''',
+    42: '''\
+def f(a, b, v, lst, d, o, k):
+    s = UInt32(1) + a
+    t = UInt32(0)
+    y = UInt32(2)
+    z = lst[0]
+    if ((((3 + k) | (100 + k)) ^ k) & 1) == 0:
+        if (k ^ k) > v.y:
+            if (((3 + k) // ((7 + k) | 1)) ^ k) > b:
+                pass
+            else:
+                c2 = UInt32(0)
+                while pbc.hint(c2 < (v.x & 3), max_iterations=8):
+                    c2 += 1
+                    lst[0] = (((0 + k) - k) | (y - (7 + k)))
+    lst[0] ^= (o.q % ((t - (1 + k)) | 1))
+    return (a, b, s, t, y, z, v, lst, d, o)
+''',
+    91: '''\
+def f(a, b, v, lst, d, o, k):
+    s = UInt32(1) + a
+    t = UInt32(2)
+    y = UInt32(100)
+    z = s * 65535
+    c1 = UInt32(0)
+    while pbc.hint(c1 < (k & 3), max_iterations=8):
+        c1 += 1
+        y = v.x
+        v *= v.x
+    return (a, b, s, t, y, z, v, lst, d, o)
+''',
+    140: '''\
+def f(a, b, v, lst, d, o, k):
+    s = UInt32(1) + a
+    t = UInt32(0)
+    y = a
+    z = s * 0
+    if (k & 3) != 0:
+        pbc.switch(((k | v.y) ^ k) % 4, CALLS, s, t)
+    else:
+        z //= (((a * (100 + k)) | (v[2] | (3 + k))) | 1)
+    return (a, b, s, t, y, z, v, lst, d, o)
+''',
+    159: '''\
+def f(a, b, v, lst, d, o, k):
+    s = UInt32(100) + a
+    t = UInt32(2)
+    y = UInt32(3)
+    z = lst[0]
+    if (k & 2) != 0:
+        v += b
+    elif (k & 1) != 0:
+        return (a, b, s, t, y, z, v, lst, d, o)
+    y = v.x
+    y >>= ((v[2] >> ((7 + k) & 7)) & 7)
+    return (a, b, s, t, y, z, v, lst, d, o)
+''',
+    171: '''\
+def f(a, b, v, lst, d, o, k):
+    s = UInt32(4294967295) + a
+    t = UInt32(100)
+    y = UInt32(65535)
+    z = lst[0]
+    c1 = UInt32(0)
+    while pbc.hint(c1 < (k & 3), max_iterations=8):
+        c1 += 1
+        if ((s * lst[0]) ^ k) > z:
+            o.q <<= (k & 7)
+        lst[0] = t
+    return (a, b, s, t, y, z, v, lst, d, o)
+''',
+    189: '''\
+def f(a, b, v, lst, d, o, k):
+    s = UInt32(65535) + a
+    t = UInt32(5)
+    y = a
+    z = s * 100
+    c1 = UInt32(0)
+    while pbc.hint(c1 < 3, max_iterations=8):
+        c1 += 1
+        lst[1] = v.y
+    c3 = UInt32(0)
+    while pbc.hint(c3 < (k & 3), max_iterations=8):
+        c3 += 1
+        v ^= b
+    return (a, b, s, t, y, z, v, lst, d, o)
+''',
+    251: '''\
+def f(a, b, v, lst, d, o, k):
+    s = t = y = z = a
+    c1 = UInt32(0)
+    while pbc.hint(c1 < 3, max_iterations=8):
+        c1 += 1
+        c3 = UInt32(0)
+        while pbc.hint(c3 < (o.p & 3), max_iterations=8):
+            c3 += 1
+            if (d['p'] & 1) == 1:
+                b = v.y + 5
+        b *= lst[0]
+    return (a, b, s, t, y, z, v, lst, d, o)
+''',
+    271: '''\
+def f(a, b, v, lst, d, o, k):
+    s = UInt32(65535) + a
+    t = UInt32(7)
+    y = a
+    z = lst[0]
+    c2 = UInt32(0)
+    while pbc.hint(c2 < 3, max_iterations=8):
+        c2 += 1
+        lst[0] &= ((100 + k) - k)
+        z = o.p
+    return (a, b, s, t, y, z, v, lst, d, o)
+''',
+    410: '''\
+def f(a, b, v, lst, d, o, k):
+    s = UInt32(2) + a
+    t = UInt32(5)
+    y = a
+    z = lst[0]
+    c1 = UInt32(0)
+    while pbc.hint(c1 < (k & 3), max_iterations=8):
+        c1 += 1
+        t = lst[0]
+        lst[0] |= y
+    return (a, b, s, t, y, z, v, lst, d, o)
+''',
+    3689: '''\
+def f(a, b, v, lst, d, o, k):
+    s = UInt32(4294967295) + a
+    t = UInt32(3)
+    z = lst[0]
+    c1 = UInt32(0)
+    while pbc.hint(c1 < 3, max_iterations=8):
+        c1 += 1
+        a = b
+        b ^= b
+    y = ((lst[0] + k) - ((7 + k) // (o.q | 1)))
+    return (a, b, s, t, y, z, v, lst, d, o)
+''',
+    101569: '''\
+def f(a, b, v, lst, d, o, k):
+    s = UInt32(5) + a
+    t = UInt32(5)
+    y = a
+    z = s * 3
+    a = v.y
+    c1 = UInt32(0)
+    while pbc.hint(c1 < (k & 3), max_iterations=8):
+        c1 += 1
+        if ((o.p // ((7 + k) | 1)) ^ k) > d['p']:
+            v -= v.x
+        else:
+            v.x = ((y // (d['p'] | 1)) << (((4294967295 + k) >> ((100 + k) & 7)) & 7))
+        b %= ((a % (y | 1)) | 1)
+    return (a, b, s, t, y, z, v, lst, d, o)
+''',
+    103873: '''\
+def f(a, b, v, lst, d, o, k):
+    s = UInt32(100) + a
+    t = UInt32(0)
+    y = UInt32(4294967295)
+    z = lst[0]
+    c1 = UInt32(0)
+    while pbc.hint(c1 < (v[2] & 3), max_iterations=8):
+        c1 += 1
+        o.q *= (t * (t % ((3 + k) | 1)))
+    v[2] = k
+    return (a, b, s, t, y, z, v, lst, d, o)
+''',
+    153903: '''\
+def f(a, b, v, lst, d, o, k):
+    s = UInt32(7) + a
+    t = UInt32(7)
+    y = UInt32(3)
+    z = lst[0]
+    c1 = UInt32(0)
+    while pbc.hint(c1 < (y & 3), max_iterations=8):
+        c1 += 1
+        if (((4294967295 + k) * a) ^ k) > o.p:
+            if (y ^ k) > lst[1]:
+                lst[0] = (lst[0] + 0)
+        else:
+            c2 = UInt32(0)
+            while pbc.hint(c2 < (o.q & 3), max_iterations=8):
+                c2 += 1
+                z <<= (((z * lst[1]) + y) & 7)
+    return (a, b, s, t, y, z, v, lst, d, o)
+''',
+}
