@@ -411,6 +411,9 @@ def _record(state, arrays, build, cond, body, names, width, fixed, strict, assum
         for x, old in zip(hidden, saved):
             x._assign(old)
         raise
+    # (the state's values before the loop, taken before an array from outside takes its
+    # value after it: it may be one of the state's objects under another name)
+    final = [type(a)(a) for a in arrays]
     outs, hidden_outs = outs[:len(loop_arrays)], outs[len(loop_arrays):]
     for x, o in zip(hidden, hidden_outs):
         x._assign(_runtime.wrap_index(type(x), o))
@@ -419,7 +422,6 @@ def _record(state, arrays, build, cond, body, names, width, fixed, strict, assum
     _stats['state'] += len(loop_arrays)
     # State the body leaves as it is (fixed ones, or an update that is its own phi) ends as
     # it started: the caller's array, of its own width.
-    final = [type(a)(a) for a in arrays]
     for i, p, u, o in zip(loop_arrays, phis, updates, outs):
         if u != p:
             final[i] = _runtime.wrap_index(type(arrays[i]), o)
@@ -440,6 +442,9 @@ def _evaluated_loop(state, cond, body, names, c, strict):
     original = nodes(state)[0]
     mutated = _InPlace(len(original))
     changed = [False] * len(arrays)       # per array: whether some iteration changed it
+    # (the state's values before the loop: an iteration may change one of its objects in
+    # place through another name, as an array from outside the state)
+    starts = [type(a)(a) if a.index else type(a)() for a in arrays]
     wide = {}               # (as wide as a symbolic loop's; an object under two names: one)
     state = build([a if i in odd else wide.setdefault(id(a), broadcast_lanes(a, width))
                    for i, a in enumerate(arrays)])
@@ -459,8 +464,8 @@ def _evaluated_loop(state, cond, body, names, c, strict):
             # that changed is a new array, as after a symbolic loop, even where the body
             # left an object from outside in it: `lst[1] = v.y`)
             copies = {}
-            final = [copies.setdefault(id(b), type(b)(b)) if ch else type(a)(a)
-                     for a, b, ch in zip(arrays, flatten(state)[0], changed)]
+            final = [copies.setdefault(id(b), type(b)(b)) if ch else a
+                     for a, b, ch in zip(starts, flatten(state)[0], changed)]
             return settle(state, final, original, mutated.flags(), mutated.kept)
         # The body gets a working copy: changing it in place (pos.x += 1) must not touch
         # the state of the lanes that are done.

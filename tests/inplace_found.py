@@ -261,4 +261,20 @@ def f(a, b, v, lst, d, o, k):
                 z <<= (((z * lst[1]) + y) & 7)
     return (a, b, s, t, y, z, v, lst, d, o)
 ''',
+    155059: '''\
+def f(a, b, v, lst, d, o, k):
+    s = t = z = a
+    b = a
+    y = a
+    c2 = UInt32(0)
+    while pbc.hint(c2 < 1, max_iterations=8):
+        c2 += 1
+        c3 = UInt32(0)
+        while pbc.hint(c3 < 0, max_iterations=8):
+            c3 += 1
+            b = (65535 + k)
+        if (k & 1) == 0:
+            pbc.switch(k % 4, CALLS, lst[0], y)
+    return (a, b, s, t, y, z, v, lst, d, o)
+''',
 }
