@@ -1,6 +1,7 @@
 """Random programs of statements (tests/programs.py) against plain Python, lane by lane.
 
-Each program runs under @pbc.syntax with its loops and conditionals symbolic and evaluated;
+Each program runs under @pbc.syntax with its loops, conditionals and calls symbolic, evaluated
+and symbolic while another array carries derivatives (the derivative machinery's paths);
 its result and the caller's arguments afterwards must equal those of the same program run
 once per lane in plain Python (`programs.run_lanes`). UInt32 programs must agree exactly;
 Float64 programs within rounding, and their derivatives with respect to the argument `a`,
@@ -71,7 +72,13 @@ def flags(mode):
 
 
 def run_mode(fn, values, kind, mode):
-    a, b, c = flags(mode)
+    """The program's lanes, its loops, conditionals and calls symbolic or evaluated; mode
+    'tracked': symbolic while some array carries derivatives (loops and calls then run
+    through their derivative machinery, pbc/ad/, even for UInt32 programs)."""
+    a, b, c = flags('symbolic' if mode == 'tracked' else mode)
+    tracked = suite_backend.Float64(1.0)
+    if mode == 'tracked':
+        pbc.enable_grad(tracked)
     with a, b, c:
         return programs.run_pbc(fn, values, suite_backend.module, kind,
                                 programs.pbc_struct(_scalar(kind)))[0]
@@ -149,7 +156,7 @@ def check(seed, kind, directory):
     values = programs.inputs(seed, kind)
     want = programs.run_lanes(source, values, kind)
     fn = compile_program(source, os.path.join(directory, f'program_{kind}_{seed}.py'))
-    for mode in MODES:
+    for mode in MODES + ('tracked',):
         why = mismatch(want, run_mode(fn, values, kind, mode), kind)
         if why:
             return f'{mode}: {why}'
@@ -208,7 +215,7 @@ def test_programs_found_before(tmp_path, seed):
     values = programs.inputs(seed, 'uint')
     want = programs.run_lanes(source, values, 'uint')
     fn = compile_program(source, str(tmp_path / f'found_{seed}.py'))
-    for mode in MODES:
+    for mode in MODES + ('tracked',):
         why = mismatch(want, run_mode(fn, values, 'uint', mode), 'uint')
         assert why is None, f'{mode}: {why}\n\n{source}'
 

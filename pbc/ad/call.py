@@ -70,8 +70,19 @@ def symbolic_call(targets, flat, record):
     diff = [i for i, n in enumerate(inputs) if n]
     values = [_runtime.ad_detached(a) for a in arrays]
     primal = [Target(fn, diff, 'primal') for _, fn, _ in targets]
+    # (the call gets copies: `values` stay the arguments' values for the derivative calls)
+    given = [type(v)(v) for v in values]
     result = record([(key, t, obj) for (key, _, obj), t in zip(targets, primal)],
-                    (values, build))
+                    (given, build))
+    # (arguments the targets changed in place: the call changed their copies, the caller's
+    # objects take it; see pbc/dispatch.py)
+    for a, v, n in zip(arrays, given, inputs):
+        if v.index != a.index:
+            if n:
+                raise NotImplementedError(
+                    'pbc: a call target changes in place an argument that carries '
+                    'derivatives: return its new value instead')
+            a._assign(v)
     propagate.add_sinks([t.sinks for t in primal], resume=True)
     implicit = sorted({n for t in primal for n in t.implicit})
     # The arrays the targets scatter-add into (closure arrays: the same objects when the
