@@ -337,6 +337,9 @@ def _record(state, arrays, build, cond, body, names, width, fixed, strict, assum
                                       [x.index for x in hidden], width, backend)
     phis, hidden_phis = phis[:len(loop_arrays)], phis[len(loop_arrays):]
     saved = [copy_of(x) for x in hidden]
+    # (the state's values before the loop: an array from outside may be one of its objects
+    # under another name, and shows the loop's phi while the body is recorded)
+    starts = [type(a)(a) for a in arrays]
     # The phis, held until the loop ends: the body may change the objects that show them
     # in place (`x *= 0`), which then let go of them.
     held = [_runtime.wrap_index(type(arrays[i]), p) for i, p in zip(loop_arrays, phis)] + \
@@ -346,7 +349,7 @@ def _record(state, arrays, build, cond, body, names, width, fixed, strict, assum
         for x, p in zip(hidden, held[len(loop_arrays):]):
             x._assign(p)
         # The body's working copy: the loop's variables in new objects and containers.
-        inner = [type(a)(a) for a in arrays]
+        inner = [type(a)(a) for a in starts]
         for i, p in zip(loop_arrays, held):
             inner[i] = type(p)(p)
         for i, j in aliases.items():
@@ -411,9 +414,7 @@ def _record(state, arrays, build, cond, body, names, width, fixed, strict, assum
         for x, old in zip(hidden, saved):
             x._assign(old)
         raise
-    # (the state's values before the loop, taken before an array from outside takes its
-    # value after it: it may be one of the state's objects under another name)
-    final = [type(a)(a) for a in arrays]
+    final = starts
     outs, hidden_outs = outs[:len(loop_arrays)], outs[len(loop_arrays):]
     for x, o in zip(hidden, hidden_outs):
         x._assign(_runtime.wrap_index(type(x), o))

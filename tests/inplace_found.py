@@ -277,4 +277,18 @@ def f(a, b, v, lst, d, o, k):
             pbc.switch(k % 4, CALLS, lst[0], y)
     return (a, b, s, t, y, z, v, lst, d, o)
 ''',
+    107786: '''\
+def f(a, b, v, lst, d, o, k):
+    s = UInt32(4294967295) + a
+    t = UInt32(3)
+    y = a
+    z = s * 0
+    c1 = UInt32(0)
+    while pbc.hint(c1 < (k & 3), max_iterations=8):
+        c1 += 1
+        if (((d['p'] << (v.y & 7)) ^ k) & 1) == 0:
+            y = (y + 0)
+        pbc.switch(((o.q | d['p']) ^ k) % 4, CALLS, b, a)
+    return (a, b, s, t, y, z, v, lst, d, o)
+''',
 }
