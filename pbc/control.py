@@ -703,7 +703,7 @@ def _same_original(snaps, original):
 def _object_updates(cond, original, snaps, scattered, same, ends=None):
     """(object, new value) for each of the caller's objects (arrays, and containers with
     their new entries) that a branch changed in place: the branches' copies, merged."""
-    updates, seen = [], set()
+    updates, seen, shaped = [], set(), []
     for i, x in enumerate(original):
         if id(x) in seen:
             continue
@@ -718,13 +718,15 @@ def _object_updates(cond, original, snaps, scattered, same, ends=None):
         now = children(t), children(f)
         if all(len(c) == len(b) and all(p is q for p, q in zip(c, b))
                for c, b in zip(now, (snaps[0].before[i], snaps[1].before[i]))):
+            if hasattr(x, '_pbc_assign') and any(s.changed(i) for s in snaps):
+                shaped.append((x, list(children(x))))   # (a tensor's shape follows its array)
             continue
         if len(now[0]) != len(now[1]):
             raise StateError(f'pbc.if_stmt: the branches change the structure of '
                              f'{_describe(x)} differently')
         updates.append((x, [_merge(cond, a, b, f'args[{i}][{k}]', scattered, same, ends)
                             for k, (a, b) in enumerate(zip(*now))]))
-    return updates
+    return updates + shaped
 
 
 def _scattered_nodes(args, work, nodes_before):

@@ -348,3 +348,16 @@ def test_a_call_changing_arguments_in_a_branch_writes_no_other_array(mode, call)
     assert s.numpy().tolist() == [1, 11, 21, 31, 41]
     assert t.numpy().tolist() == [0, 0, 2**32 - 21, 0, 0]
     assert z.numpy().tolist() == [0] * 5
+
+
+@pbc.syntax
+def _tensor_grows(i):
+    z = TensorXf(0.0)                   # (shape (): its shape follows its array)
+    if i < 5:
+        z += 1.0
+    return z
+
+
+def test_a_tensor_changed_in_place_in_a_branch_takes_the_branch_shape(mode):
+    z = _tensor_grows(pbc.arange(UInt32, 7))
+    assert z.shape == (7,) and z.numpy().tolist() == [1, 1, 1, 1, 1, 0, 0]
