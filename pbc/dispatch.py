@@ -26,7 +26,7 @@ from .evaluate import eval_pending
 from .flags import JitFlag, flag
 from .regions import Region
 from .routines import broadcast_lanes, full, gather, select, zeros
-from .state import working_copy
+from .state import nodes, working_copy
 from .tree import children, flatten, mismatch, rebuild
 
 _instances = {}                 # id -> weak reference to the registered instance
@@ -320,6 +320,25 @@ def _enter(key, what):
     _active_calls.append((key, what))
 
 
+class _Entries:
+    """The entries of the containers among a call's arguments, to tell whether a target
+    stored into one (`lst[0] = v`, `obj.field = v`): that does not reach the caller, whose
+    containers the target does not get, so it is an error rather than a lost change."""
+
+    def __init__(self, args):
+        self.kids = [(c, list(children(c))) for c in nodes(args)[0]
+                     if not isinstance(c, ArrayBase)]
+
+    def check(self, what):
+        for c, before in self.kids:
+            now = children(c)
+            if len(now) != len(before) or any(a is not b for a, b in zip(now, before)):
+                raise StateError(
+                    f'pbc: a target of {what} stores into an entry or field of a container '
+                    'it got as an argument, which the caller would not see: return the new '
+                    'value instead (in-place changes of arrays, x += y, do reach the caller)')
+
+
 class _ChangedArguments(Exception):
     """Internal: a target changed these arguments in place: record the call again with
     their new values as outputs of every target."""
@@ -384,7 +403,10 @@ def _symbolic_once(selector, active, targets, flat, what, tables, changed):
                 _enter(id(obj), what)
                 try:
                     with Region(inner) as region:
-                        r = run_target(fn, build(inner), what)
+                        given_args = build(inner)
+                        stored = _Entries(given_args)
+                        r = run_target(fn, given_args, what)
+                        stored.check(what)
                 finally:
                     _active_calls.pop()
                 if region.changed:
@@ -681,7 +703,9 @@ def _run_on_lanes(fn, obj, flat, lanes, width, Bool, selector, what, out, first,
             'as arguments instead of reading them from an enclosing scope, or call '
             'symbolically)')
         with Region(inner) as region:
+            stored = _Entries(sub)
             r = _as_arrays(run_target(fn, sub, what, hint), selector)
+            stored.check(what)
         if region.changed:
             raise StateError(
                 f'pbc: a target of {what} changes in place an array that is not one of its '

@@ -361,3 +361,16 @@ def _tensor_grows(i):
 def test_a_tensor_changed_in_place_in_a_branch_takes_the_branch_shape(mode):
     z = _tensor_grows(pbc.arange(UInt32, 7))
     assert z.shape == (7,) and z.numpy().tolist() == [1, 1, 1, 1, 1, 0, 0]
+
+
+@pytest.mark.parametrize('call', ['symbolic', 'evaluated'])
+def test_a_call_target_storing_into_an_argument_container_is_an_error(call):
+    def store(lst):
+        lst[0] = lst[0] + 1             # (the caller's list is not the target's)
+        return lst[0]
+
+    lst = [UInt32(1, 2)]
+    with pytest.raises(RuntimeError) as e:
+        pbc.switch(UInt32(0, 0), [store], lst, mode=call)
+    assert 'stores into an entry or field' in str(e.value) + str(e.value.__cause__)
+    assert lst[0].numpy().tolist() == [1, 2]
