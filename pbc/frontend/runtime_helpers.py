@@ -106,8 +106,9 @@ def _seen_through(reads, original, working, labels=(), rebinds=()):
     runtime gives the code: an object of the state, or a container holding one, is its
     working copy (a name bound to an object that the code changes in place sees the
     change, as in Python); anything else is itself. A loop's working copy of a variable
-    its body binds to another object (`rebinds`, by label; `name[]`: its entries) stands
-    for the variable, not for the object: that object is read as it is."""
+    its body binds to another object (`rebinds`: 'name', or its entries 'name[0]',
+    'name.field', 'name[]' for any) stands for the variable, not for the object: that
+    object is read as it is."""
     if not reads:
         return ()
     copies = {}
