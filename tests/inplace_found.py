@@ -292,3 +292,24 @@ def f(a, b, v, lst, d, o, k):
     return (a, b, s, t, y, z, v, lst, d, o)
 ''',
 }
+
+# Float64 programs whose derivatives were wrong (forward and reverse against finite
+# differences).
+FOUND_FLOAT = {
+    600002: '''\
+def f(a, b, v, lst, d, o, k):
+    s = Float64(1.761) + a
+    t = Float64(-1.374)
+    y = a
+    z = s * -0.167
+    c1 = UInt32(0)
+    while pbc.hint(c1 < (k % 4), max_iterations=8):
+        c1 += 1
+        v += o.q
+        v *= z
+    if k > 1:
+        if (k & 3) != 0:
+            o.q = v.y
+    return (a, b, s, t, y, z, v, lst, d, o)
+''',
+}

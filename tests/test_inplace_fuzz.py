@@ -220,6 +220,18 @@ def test_programs_found_before(tmp_path, seed):
         assert why is None, f'{mode}: {why}\n\n{source}'
 
 
+def test_derivatives_of_a_loop_that_read_an_entry_rebound_after_it(tmp_path):
+    # (a derivative's second run of the loop read o.q as the branch after the loop left it)
+    source = inplace_found.FOUND_FLOAT[600002]
+    values = programs.inputs(600002, 'float')
+    fn = compile_program(source, str(tmp_path / 'found_float.py'))
+    fd = finite_differences(source, values)
+    for mode in MODES:
+        forward, reverse = derivatives(fn, values, mode)
+        np.testing.assert_allclose(forward, fd, rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(reverse, fd @ WEIGHTS[:fd.shape[1]], rtol=1e-5, atol=1e-5)
+
+
 def test_the_oracle_follows_pythons_data_model():
     # (a check of the checker: in-place forms change the object, `=` rebinds the name)
     source = ('def f(a, b, v, lst, d, o, k):\n'

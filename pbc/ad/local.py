@@ -8,6 +8,7 @@ import functools
 
 from .. import _runtime, tree
 from .._runtime import ArrayBase
+from ..state import nodes
 from . import propagate
 from .propagate import ADFlag, accumulate, traverse
 from .scopes import _current
@@ -323,6 +324,7 @@ class Closures:
         # not held: their derivatives know them by identity, and a copy held here would make
         # the next write to one copy it, a read in a loop's body that writes it)
         self.cells, self.arrays, seen, stack = {}, dict.fromkeys(writes), set(), list(fns)
+        self.entries = {}           # id -> (container, its entries as they were)
         while stack:
             f = stack.pop()
             f = getattr(f, '__func__', f)
@@ -354,6 +356,15 @@ class Closures:
             return
         for a in arrays:
             self.arrays.setdefault(id(a), (a, _runtime.ad_same(a)))
+        # (and the containers' entries: one rebound later, `o.q = v` after a loop that read
+        # o.q, is read as it was)
+        try:
+            containers = nodes(value)[0]
+        except (TypeError, ValueError, RecursionError):
+            return
+        for c in containers:
+            if not isinstance(c, ArrayBase):
+                self.entries.setdefault(id(c), (c, list(tree.children(c))))
 
     def __enter__(self):
         self.now = []
@@ -367,9 +378,17 @@ class Closures:
                         if a.index != was.index or _runtime.ad_index(a) != _runtime.ad_index(was)]
         for a, was in self.swapped:
             _runtime.swap_contents(a, was)
+        self.rebound = []
+        for c, was in self.entries.values():
+            now = list(tree.children(c))
+            if len(now) == len(was) and any(p is not q for p, q in zip(now, was)) and \
+                    tree.assign(c, was):
+                self.rebound.append((c, now))
         return self
 
     def __exit__(self, *exc):
+        for c, now in self.rebound:
+            tree.assign(c, now)
         for a, was in self.swapped:
             _runtime.swap_contents(a, was)
         for cell, value in self.now:
