@@ -320,23 +320,29 @@ def _enter(key, what):
     _active_calls.append((key, what))
 
 
-class _Entries:
-    """The entries of the containers among a call's arguments, to tell whether a target
-    stored into one (`lst[0] = v`, `obj.field = v`): that does not reach the caller, whose
-    containers the target does not get, so it is an error rather than a lost change."""
-
-    def __init__(self, args):
-        self.kids = [(c, list(children(c))) for c in nodes(args)[0]
-                     if not isinstance(c, ArrayBase)]
-
-    def check(self, what):
-        for c, before in self.kids:
-            now = children(c)
-            if len(now) != len(before) or any(a is not b for a, b in zip(now, before)):
-                raise StateError(
-                    f'pbc: a target of {what} stores into an entry or field of a container '
-                    'it got as an argument, which the caller would not see: return the new '
-                    'value instead (in-place changes of arrays, x += y, do reach the caller)')
+def _run_watched(fn, args, inner, what, hint=''):
+    """run_target(fn, args), where `inner` are the arrays in `args`: (its result, the
+    positions in `inner` of the arguments it changed in place). Changing in place an array
+    that is not an argument, or storing into an entry or field of a container argument
+    (`lst[0] = v`: the caller's container is not the target's), would not reach the caller:
+    both are errors rather than lost changes (docs/semantics.md, rule 5)."""
+    given = [x.index for x in inner]
+    entries = [(c, list(children(c))) for c in nodes(args)[0] if not isinstance(c, ArrayBase)]
+    with Region(inner) as region:
+        r = run_target(fn, args, what, hint)
+    if region.changed:
+        raise StateError(
+            f'pbc: a target of {what} changes in place an array that is not one of its '
+            'arguments (an attribute, or an array from an enclosing scope): pass it as an '
+            'argument, or return the new value')
+    for c, before in entries:
+        now = children(c)
+        if len(now) != len(before) or any(a is not b for a, b in zip(now, before)):
+            raise StateError(
+                f'pbc: a target of {what} stores into an entry or field of a container it '
+                'got as an argument, which the caller would not see: return the new value '
+                'instead (in-place changes of arrays, x += y, do reach the caller)')
+    return r, {i for i, (x, g) in enumerate(zip(inner, given)) if x.index != g}
 
 
 class _ChangedArguments(Exception):
@@ -399,22 +405,11 @@ def _symbolic_once(selector, active, targets, flat, what, tables, changed):
                 # (Each target gets objects of its own: it may change them in place.)
                 inner = [T(a) if lit else _runtime.wrap_index(T, _runtime.call_arg(start, a))
                          for a, T, lit in zip(arrays, kinds, literal)]
-                given = [x.index for x in inner]
                 _enter(id(obj), what)
                 try:
-                    with Region(inner) as region:
-                        given_args = build(inner)
-                        stored = _Entries(given_args)
-                        r = run_target(fn, given_args, what)
-                        stored.check(what)
+                    r, more = _run_watched(fn, build(inner), inner, what)
                 finally:
                     _active_calls.pop()
-                if region.changed:
-                    raise StateError(
-                        f'pbc: a target of {what} changes in place an array that is not one '
-                        'of its arguments (an attribute, or an array from an enclosing '
-                        'scope): pass it as an argument, or return the new value')
-                more = {i for i, (x, g) in enumerate(zip(inner, given)) if x.index != g}
                 if more - set(changed):
                     raise _ChangedArguments(more)
                 if isinstance(r, ArrayBase):            # (most targets: one array)
@@ -461,10 +456,7 @@ def _symbolic_once(selector, active, targets, flat, what, tables, changed):
         results, news = results[:-len(changed)], results[-len(changed):]
         lanes = _calling(selector, active, targets)
         for i, new in zip(changed, news):
-            if _runtime.ad_live_count() and _runtime.ad_index(arrays[i]):
-                raise NotImplementedError(
-                    f'pbc: a target of {what} changes in place an argument that carries '
-                    'derivatives: return its new value instead')
+            ad_call.refuse_derivatives(arrays[i], what)
             arrays[i]._assign(select(lanes, new, arrays[i]))
     return results[0] if isinstance(first, ArrayBase) else flatten(first)[1](results)
 
@@ -690,7 +682,6 @@ def _run_on_lanes(fn, obj, flat, lanes, width, Bool, selector, what, out, first,
     arrays, build = flat
     inner = [type(a)(a) if whole or len(a) == 1 else gather(type(a), a, lanes)
              for a in arrays]
-    given = [x.index for x in inner]
     sub = build(inner)
     _enter(id(obj), what)
     saved = _runtime.masks_take()        # the call runs on its own lanes only
@@ -702,23 +693,12 @@ def _run_on_lanes(fn, obj, flat, lanes, width, Bool, selector, what, out, first,
             f'{len(lanes)} lanes that call it: pass arrays as wide as the call ({width}) '
             'as arguments instead of reading them from an enclosing scope, or call '
             'symbolically)')
-        with Region(inner) as region:
-            stored = _Entries(sub)
-            r = _as_arrays(run_target(fn, sub, what, hint), selector)
-            stored.check(what)
-        if region.changed:
-            raise StateError(
-                f'pbc: a target of {what} changes in place an array that is not one of its '
-                'arguments (an attribute, or an array from an enclosing scope): pass it as '
-                'an argument, or return the new value')
+        r, changed = _run_watched(fn, sub, inner, what, hint)
+        r = _as_arrays(r, selector)
         # (an argument the target changed in place: the caller's object, on its lanes)
-        for a, x, g in zip(arrays, inner, given):
-            if x.index == g:
-                continue
-            if _runtime.ad_live_count() and _runtime.ad_index(a):
-                raise NotImplementedError(
-                    f'pbc: a target of {what} changes in place an argument that carries '
-                    'derivatives: return its new value instead')
+        for i in sorted(changed):
+            a, x = arrays[i], inner[i]
+            ad_call.refuse_derivatives(a, what)
             if whole:
                 a._assign(x)
                 continue

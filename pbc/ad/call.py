@@ -76,12 +76,9 @@ def symbolic_call(targets, flat, record):
                     (given, build))
     # (arguments the targets changed in place: the call changed their copies, the caller's
     # objects take it; see pbc/dispatch.py)
-    for a, v, n in zip(arrays, given, inputs):
+    for a, v in zip(arrays, given):
         if v.index != a.index:
-            if n:
-                raise NotImplementedError(
-                    'pbc: a call target changes in place an argument that carries '
-                    'derivatives: return its new value instead')
+            refuse_derivatives(a, 'the call')
             a._assign(v)
     propagate.add_sinks([t.sinks for t in primal], resume=True)
     implicit = sorted({n for t in primal for n in t.implicit})
@@ -106,6 +103,15 @@ def symbolic_call(targets, flat, record):
     op.scatter_targets = {id(a): (n, w, type(a), len(a))
                           for a, n, w in zip(scattered, before, weak[len(linked):])}
     return result
+
+
+def refuse_derivatives(arg, what):
+    """Raises where `arg`, an argument that a target of `what` changed in place, carries
+    derivatives: the call's node does not link its new value."""
+    if _runtime.ad_index(arg):
+        raise NotImplementedError(
+            f'pbc: a target of {what} changes in place an argument that carries '
+            'derivatives: return its new value instead')
 
 
 class Target:
