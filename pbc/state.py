@@ -94,12 +94,6 @@ class Snapshot:
         """For each node of `result`: whether it is the working copy's node at that place."""
         return [r is w for r, w in zip(nodes(result)[0], self.objs)]
 
-    def identity_of(self, x):
-        """(position, changed): where x is in the working copy (None if it is not one of its
-        nodes), and whether it was changed in place."""
-        i = self.position.get(id(x))
-        return i, i is not None and self.changed(i)
-
 
 def settle(result, finals, originals, mutated, kept=None):
     """The caller's view of a loop's result.
