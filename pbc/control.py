@@ -7,6 +7,8 @@ evaluates its condition and its merged result in kernels of their own).
 The `@pbc.syntax` frontend rewrites `while` and `if` statements into calls of these.
 """
 
+import functools
+
 from . import _runtime
 from ._runtime import ArrayBase
 from .ad import loop as ad_loop
@@ -178,10 +180,7 @@ def while_loop(state, cond, body, labels=(), label=None, mode=None, max_iteratio
     try:
         if not evaluated:
             if ad_loop.tracked():
-                return ad_loop.symbolic_loop(
-                    state, cond, body,
-                    lambda co, b: _symbolic_loop(state, co, b, names, c, strict),
-                    max_iterations)
+                return _tracked_loop(state, cond, body, names, c, strict, max_iterations)
             return _symbolic_loop(state, cond, body, names, c, strict)
         if compress:
             return _compressed_loop(state, cond, body, names, c, strict)
@@ -233,6 +232,71 @@ class _Unshare(Exception):
 class _Outside(Exception):
     """Internal: record the loop again with these arrays from outside its state as loop
     variables: the body changes them in place (pbc/regions.py)."""
+
+
+class _OutsideTracked(Exception):
+    """Internal: arrays from outside the state that the body changes in place carry
+    derivatives, from before the loop or from the body: record the loop again with them as
+    state of its own (_tracked_loop)."""
+
+
+def _tracked_loop(state, cond, body, names, c, strict, max_iterations):
+    """A symbolic loop while derivatives may flow (pbc/ad/loop.py). Arrays from outside its
+    state that the body changes in place and that carry derivatives become state too, a
+    tuple after the user's: the condition and body see them in the arrays themselves
+    (docs/semantics.md, rule 2), and the loop's node links the values they end with."""
+    outside = []
+    for _ in range(len(flatten(state)[0]) + 8):
+        if outside:
+            full = state + (tuple(copy_of(x) for x in outside),)
+            co, bo = _showing(cond, outside, False), _showing(body, outside, True)
+            labels = list(names) + ['(arrays from outside changed in place)']
+        else:
+            full, co, bo, labels = state, cond, body, names
+        try:
+            out = ad_loop.symbolic_loop(
+                full, co, bo,
+                lambda co, b, full=full, labels=labels: _symbolic_loop(full, co, b, labels, c,
+                                                                       strict),
+                max_iterations)
+        except _OutsideTracked as more:
+            outside += [x for x in more.args[0] if all(x is not y for y in outside)]
+            continue
+        if not outside:
+            return out
+        for x, end in zip(outside, out[-1]):
+            x._assign(end)
+        return out[:-1]
+    raise RuntimeError('pbc: internal error: the arrays a loop changes in place do not settle')
+
+
+def _showing(fn, outside, body):
+    """A loop's condition or body (`body`: it returns state) that, run on the state with a
+    last entry for the arrays `outside`, sees those values in the arrays themselves and
+    returns the values it leaves them with there. (A partial: local.Closures reads what
+    `fn` reads from enclosing scopes through it.)"""
+    shown = functools.partial(_show, fn, outside, body)
+    shown._pbc_body = getattr(fn, '_pbc_body', fn)
+    return shown
+
+
+def _show(fn, outside, body, *state):
+    *own, values = state
+    own_arrays = flatten(tuple(own))[0]
+    with Region(list(outside) + own_arrays) as region:
+        before = [copy_of(x) for x in outside]
+        for x, v in zip(outside, values):
+            x._assign(v)
+        try:
+            r = fn(*own)
+            ends = tuple(copy_of(x) for x in outside)
+        finally:
+            for x, b in zip(outside, before):
+                x._assign(b)
+    # (other arrays from outside that it changed: as they end, for the loop's own region)
+    for x, end in region.changed.values():
+        x._assign(end)
+    return (*_as_state(r, len(own), 'while_loop'), ends) if body else r
 
 
 def _symbolic_loop(state, cond, body, names, c, strict):
@@ -311,16 +375,12 @@ def _record(state, arrays, build, cond, body, names, width, fixed, strict, assum
     changes it then records again without it). `hidden`: arrays from outside the state
     that the body changes in place (found by an earlier recording): loop variables too,
     which the body sees in the arrays themselves."""
+    if ad_loop.tracked() and any(_runtime.ad_index(x) for x in hidden):
+        raise _OutsideTracked([x for x in hidden if _runtime.ad_index(x)])
     for x in hidden:
         if len(x) not in (1, width):
             raise SizeError(f'pbc.while_loop: the loop body changes in place an array of width '
                             f'{len(x)} from outside its state (the loop\'s width is {width})')
-        if ad_loop.tracked() and _runtime.ad_index(x):
-            raise NotImplementedError(
-                'pbc.while_loop: the loop body changes in place an array that carries '
-                'derivatives and is not loop state (a name bound to a state variable\'s '
-                'object, or an entry of a container that is not state): make it loop state, '
-                'e.g. pbc.hint(..., include=[name])')
     # An array under several names (`y = x`) is one object in the body too, so that a
     # change through one name is seen through the others: one loop variable.
     first, aliases = {}, {}
@@ -369,6 +429,9 @@ def _record(state, arrays, build, cond, body, names, width, fixed, strict, assum
             _runtime.loop_cond(start, c)
             new = _as_state(call_user(body, st, W, 'loop body'), len(state), 'while_loop')
             hidden_updates = [x.index for x in hidden]
+        if ad_loop.tracked() and any(_runtime.ad_index(x) for x in hidden):
+            # (derivatives from the body: its node must link them)
+            raise _OutsideTracked([x for x in hidden if _runtime.ad_index(x)])
         if region.changed:
             raise _Outside([x for x, _ in region.changed.values()])
         _check_same(state, new, names, 'while_loop', strict)

@@ -274,7 +274,8 @@ def _call(selector, targets, args, mode, what, mask=None):
     if _runtime.ad_live_count() and not _runtime.ad_collecting():
         tables = {}
         return ad_call.symbolic_call(
-            targets, flat, lambda t, f: _symbolic(selector, active, t, f, what, tables))
+            targets, flat, lambda t, f: _symbolic(selector, active, t, f, what, tables),
+            lambda a, new: a._assign(select(_calling(selector, active, targets), new, a)))
     return _symbolic(selector, active, targets, flat, what)
 
 
@@ -456,7 +457,6 @@ def _symbolic_once(selector, active, targets, flat, what, tables, changed):
         results, news = results[:-len(changed)], results[-len(changed):]
         lanes = _calling(selector, active, targets)
         for i, new in zip(changed, news):
-            ad_call.refuse_derivatives(arrays[i], what)
             arrays[i]._assign(select(lanes, new, arrays[i]))
     return results[0] if isinstance(first, ArrayBase) else flatten(first)[1](results)
 
@@ -698,7 +698,6 @@ def _run_on_lanes(fn, obj, flat, lanes, width, Bool, selector, what, out, first,
         # (an argument the target changed in place: the caller's object, on its lanes)
         for i in sorted(changed):
             a, x = arrays[i], inner[i]
-            ad_call.refuse_derivatives(a, what)
             if whole:
                 a._assign(x)
                 continue

@@ -3,7 +3,7 @@ each ran against the oracle on the inputs of its seed (programs.inputs). Keyed b
 
 FOUND = {
     5: '''\
-def f(a, b, v, lst, d, o, k):
+def f(a, b, v, lst, d, o, k, acc):
     s = UInt32(5) + a
     t = UInt32(7)
     y = UInt32(4294967295)
@@ -18,7 +18,7 @@ def f(a, b, v, lst, d, o, k):
     return (a, b, s, t, y, z, v, lst, d, o)
 ''',
     7: '''\
-def f(a, b, v, lst, d, o, k):
+def f(a, b, v, lst, d, o, k, acc):
     s = UInt32(7) + a
     t = UInt32(2)
     y = a
@@ -48,7 +48,7 @@ def f(a, b, v, lst, d, o, k):
     return (a, b, s, t, y, z, v, lst, d, o)
 ''',
     11: '''\
-def f(a, b, v, lst, d, o, k):
+def f(a, b, v, lst, d, o, k, acc):
     s = UInt32(65535) + a
     t = UInt32(4294967295)
     y = UInt32(65535)
@@ -60,7 +60,7 @@ def f(a, b, v, lst, d, o, k):
     return (a, b, s, t, y, z, v, lst, d, o)
 ''',
     37: '''\
-def f(a, b, v, lst, d, o, k):
+def f(a, b, v, lst, d, o, k, acc):
     s = UInt32(1) + a
     t = UInt32(4294967295)
     y = a
@@ -73,7 +73,7 @@ def f(a, b, v, lst, d, o, k):
     return (a, b, s, t, y, z, v, lst, d, o)
 ''',
     42: '''\
-def f(a, b, v, lst, d, o, k):
+def f(a, b, v, lst, d, o, k, acc):
     s = UInt32(1) + a
     t = UInt32(0)
     y = UInt32(2)
@@ -91,7 +91,7 @@ def f(a, b, v, lst, d, o, k):
     return (a, b, s, t, y, z, v, lst, d, o)
 ''',
     91: '''\
-def f(a, b, v, lst, d, o, k):
+def f(a, b, v, lst, d, o, k, acc):
     s = UInt32(1) + a
     t = UInt32(2)
     y = UInt32(100)
@@ -104,7 +104,7 @@ def f(a, b, v, lst, d, o, k):
     return (a, b, s, t, y, z, v, lst, d, o)
 ''',
     140: '''\
-def f(a, b, v, lst, d, o, k):
+def f(a, b, v, lst, d, o, k, acc):
     s = UInt32(1) + a
     t = UInt32(0)
     y = a
@@ -116,7 +116,7 @@ def f(a, b, v, lst, d, o, k):
     return (a, b, s, t, y, z, v, lst, d, o)
 ''',
     159: '''\
-def f(a, b, v, lst, d, o, k):
+def f(a, b, v, lst, d, o, k, acc):
     s = UInt32(100) + a
     t = UInt32(2)
     y = UInt32(3)
@@ -130,7 +130,7 @@ def f(a, b, v, lst, d, o, k):
     return (a, b, s, t, y, z, v, lst, d, o)
 ''',
     171: '''\
-def f(a, b, v, lst, d, o, k):
+def f(a, b, v, lst, d, o, k, acc):
     s = UInt32(4294967295) + a
     t = UInt32(100)
     y = UInt32(65535)
@@ -144,7 +144,7 @@ def f(a, b, v, lst, d, o, k):
     return (a, b, s, t, y, z, v, lst, d, o)
 ''',
     189: '''\
-def f(a, b, v, lst, d, o, k):
+def f(a, b, v, lst, d, o, k, acc):
     s = UInt32(65535) + a
     t = UInt32(5)
     y = a
@@ -160,7 +160,7 @@ def f(a, b, v, lst, d, o, k):
     return (a, b, s, t, y, z, v, lst, d, o)
 ''',
     251: '''\
-def f(a, b, v, lst, d, o, k):
+def f(a, b, v, lst, d, o, k, acc):
     s = t = y = z = a
     c1 = UInt32(0)
     while pbc.hint(c1 < 3, max_iterations=8):
@@ -174,7 +174,7 @@ def f(a, b, v, lst, d, o, k):
     return (a, b, s, t, y, z, v, lst, d, o)
 ''',
     271: '''\
-def f(a, b, v, lst, d, o, k):
+def f(a, b, v, lst, d, o, k, acc):
     s = UInt32(65535) + a
     t = UInt32(7)
     y = a
@@ -187,7 +187,7 @@ def f(a, b, v, lst, d, o, k):
     return (a, b, s, t, y, z, v, lst, d, o)
 ''',
     410: '''\
-def f(a, b, v, lst, d, o, k):
+def f(a, b, v, lst, d, o, k, acc):
     s = UInt32(2) + a
     t = UInt32(5)
     y = a
@@ -200,7 +200,7 @@ def f(a, b, v, lst, d, o, k):
     return (a, b, s, t, y, z, v, lst, d, o)
 ''',
     3689: '''\
-def f(a, b, v, lst, d, o, k):
+def f(a, b, v, lst, d, o, k, acc):
     s = UInt32(4294967295) + a
     t = UInt32(3)
     z = lst[0]
@@ -213,7 +213,7 @@ def f(a, b, v, lst, d, o, k):
     return (a, b, s, t, y, z, v, lst, d, o)
 ''',
     101569: '''\
-def f(a, b, v, lst, d, o, k):
+def f(a, b, v, lst, d, o, k, acc):
     s = UInt32(5) + a
     t = UInt32(5)
     y = a
@@ -230,7 +230,7 @@ def f(a, b, v, lst, d, o, k):
     return (a, b, s, t, y, z, v, lst, d, o)
 ''',
     103873: '''\
-def f(a, b, v, lst, d, o, k):
+def f(a, b, v, lst, d, o, k, acc):
     s = UInt32(100) + a
     t = UInt32(0)
     y = UInt32(4294967295)
@@ -243,7 +243,7 @@ def f(a, b, v, lst, d, o, k):
     return (a, b, s, t, y, z, v, lst, d, o)
 ''',
     153903: '''\
-def f(a, b, v, lst, d, o, k):
+def f(a, b, v, lst, d, o, k, acc):
     s = UInt32(7) + a
     t = UInt32(7)
     y = UInt32(3)
@@ -262,7 +262,7 @@ def f(a, b, v, lst, d, o, k):
     return (a, b, s, t, y, z, v, lst, d, o)
 ''',
     155059: '''\
-def f(a, b, v, lst, d, o, k):
+def f(a, b, v, lst, d, o, k, acc):
     s = t = z = a
     b = a
     y = a
@@ -278,7 +278,7 @@ def f(a, b, v, lst, d, o, k):
     return (a, b, s, t, y, z, v, lst, d, o)
 ''',
     107786: '''\
-def f(a, b, v, lst, d, o, k):
+def f(a, b, v, lst, d, o, k, acc):
     s = UInt32(4294967295) + a
     t = UInt32(3)
     y = a
@@ -297,7 +297,7 @@ def f(a, b, v, lst, d, o, k):
 # differences).
 FOUND_FLOAT = {
     600002: '''\
-def f(a, b, v, lst, d, o, k):
+def f(a, b, v, lst, d, o, k, acc):
     s = Float64(1.761) + a
     t = Float64(-1.374)
     y = a

@@ -2,13 +2,14 @@
 
 A program is the source of one function
 
-    def f(a, b, v, lst, d, o, k):
+    def f(a, b, v, lst, d, o, k, acc):
 
 over UInt32 (`kind='uint'`, exact: 32-bit wrap-around) or Float64 (`kind='float'`, smooth:
 for derivatives) values: scalars `a b` (arguments) and `s t y z` (locals), a 3-vector `v`,
 a list `lst` of two scalars, a dict `d` of one (`d['p']`), an object `o` with fields
-`o.p o.q` (a DRJIT_STRUCT), and the read-only lane index `k`. Its statements are what
-users write, not only expressions:
+`o.p o.q` (a DRJIT_STRUCT), the read-only lane index `k` and an array `acc` of LANES
+entries that lanes scatter-add into. Its statements are what users write, not only
+expressions:
 
 * `place = e` and `place op= e` for every operator, where a place is a scalar name, a
   vector component (`v.x`, `v[2]`), a list or dict entry or a field; `v op= e` on the
@@ -19,14 +20,19 @@ users write, not only expressions:
 * bounded `while` loops (a counter stepped first in the body, so that `continue` is safe)
   with `break` and `continue` under conditions, nested two deep;
 * early `return` from the function's top-level conditionals;
-* calls (`pbc.switch` over CALLS, UInt32 programs) whose targets change an argument in
-  place; an index of 3 calls nothing.
+* calls (`pbc.switch` over CALLS) whose targets change an argument in place; an index
+  of 3 calls nothing;
+* `pbc.scatter_add(acc, e, index)`: lanes add into one another's entries (in any order:
+  the sum is the same), also in loops, branches and calls' lanes.
 
-The oracle is the same source run in plain Python once per lane, on the scalar classes
-below: `x op= e` changes the object x names (as on a pbc array, and unlike a Python int),
-so every name, entry and field bound to it sees the change, exactly as Python's data
-model says. A vector's component is an object of its own (`v.y` is it), and storing into
-one (`v.y = e`) stores a copy, as pbc's and Dr.Jit's vectors do.
+Float64 expressions also call pbc.sin and pbc.cos.
+
+The oracle is the same source run in plain Python once per lane (the lanes share `acc`,
+read after the last), on the scalar classes below: `x op= e` changes the object x names
+(as on a pbc array, and unlike a Python int), so every name, entry and field bound to it
+sees the change, exactly as Python's data model says. A vector's component is an object
+of its own (`v.y` is it), and storing into one (`v.y = e`) stores a copy, as pbc's and
+Dr.Jit's vectors do.
 
 `source()` is the program; `run_pbc` and `run_lanes` run it and return the lanes' values
 of its result and of the caller's argument objects afterwards.
@@ -195,7 +201,7 @@ def _struct_init(self, p=None, q=None):
 
 class _Hint:
     """The `pbc` the oracle's programs see: hint() returns its condition, switch() calls
-    the lane's target."""
+    the lane's target, scatter_add() adds into the entry of a list that all lanes share."""
 
     @staticmethod
     def hint(value, **kwargs):
@@ -206,8 +212,20 @@ class _Hint:
         i = _value(index)
         return targets[i](*args) if i < len(targets) else None
 
+    @staticmethod
+    def scatter_add(target, value, index):
+        target[_value(index)] += value
 
-# The targets of the programs' calls (UInt32): each changes an argument in place.
+    @staticmethod
+    def sin(x):
+        return LaneF64(math.sin(_value(x)))
+
+    @staticmethod
+    def cos(x):
+        return LaneF64(math.cos(_value(x)))
+
+
+# The targets of the programs' calls: each changes an argument in place.
 def call_add(x, y):
     x += y
     return x
@@ -223,7 +241,19 @@ def call_back(x, y):
     return x
 
 
-CALLS = (call_add, call_shift, call_back)
+def call_damp(x, y):
+    x -= y * 0.5
+    x *= 0.5
+    return y
+
+
+def call_scale(x, y):
+    y *= x * 0.5
+    return x
+
+
+CALLS = {'uint': (call_add, call_shift, call_back),
+         'float': (call_add, call_damp, call_scale)}
 
 
 def fresh(x):
@@ -297,7 +327,7 @@ class Program:
         self.lines, self.loops, self.counters = [], 0, []
         self.T = 'UInt32' if kind == 'uint' else 'Float64'
         emit = self.lines.append
-        emit('def f(a, b, v, lst, d, o, k):')
+        emit('def f(a, b, v, lst, d, o, k, acc):')
         emit(f'    s = {self.T}({self.literal()}) + a')
         emit(f'    t = {self.T}({self.literal()})')
         # Places that may be bound to one object, as groups (union-find; never split, so
@@ -348,7 +378,11 @@ class Program:
             elif op in ('<<', '>>'):
                 y = f'({y} & 7)'
             return f'({x} {op} {y})'
-        op = self.rng.choice(('+', '-', '*', '/'))
+        op = self.rng.choice(('+', '-', '*', '/', 'sin', 'cos'))
+        if op == 'sin':
+            return f'pbc.sin({x})'
+        if op == 'cos':
+            return f'(pbc.cos({x}) * {y})'
         if op == '/':
             return f'({x} / (1.5 + {y} * {y}))'
         if op == '*':
@@ -398,8 +432,10 @@ class Program:
             self.emit(indent + 1, jump)
         elif r < 0.96 and top and indent == 2:
             self.emit(indent, 'return ' + self.result())
-        elif r < 0.985 and self.kind == 'uint':
+        elif r < 0.975:
             self.call(indent)
+        elif r < 0.99:
+            self.scatter_add(indent)
         else:
             self.augmented(indent)
 
@@ -409,7 +445,20 @@ class Program:
         p, q = self.rng.sample(PLACES, 2)
         if self.find(p) == self.find(q):
             return self.augmented(indent)
-        self.emit(indent, f'pbc.switch(({self.expr(1)} ^ k) % 4, CALLS, {p}, {q})')
+        self.emit(indent, f'pbc.switch({self.index()} % 4, CALLS, {p}, {q})')
+
+    def index(self):
+        """A UInt32 expression that varies with the lane (Float64 programs: of integers only,
+        as their conditions)."""
+        if self.kind == 'uint':
+            return f'({self.expr(1)} ^ k)'
+        r = self.rng
+        return r.choice([f'(k * {r.randint(1, 5)} + {r.randint(0, 8)})'] +
+                        [f'(k + {c})' for c in self.counters])
+
+    def scatter_add(self, indent):
+        """Adds into entries of acc; indices that more lanes (or iterations) share add up."""
+        self.emit(indent, f'pbc.scatter_add(acc, {self.expr()}, {self.index()} % {LANES})')
 
     def operators(self):
         if self.kind == 'uint':
@@ -484,8 +533,8 @@ class Program:
 
 
 # ---- running it ------------------------------------------------------------------------------
-def inputs(seed, kind, lanes=LANES):
-    """Per lane: the values of a, b, v (3), lst (2), d['p'], o.p, o.q."""
+def inputs(seed, kind):
+    """Per lane: the values of a, b, v (3), lst (2), d['p'], o.p, o.q and acc's entry."""
     rng = random.Random(seed)
     if kind == 'uint':
         def draw():
@@ -493,11 +542,7 @@ def inputs(seed, kind, lanes=LANES):
     else:
         def draw():
             return round(rng.uniform(-1, 1), 3)
-    return [[draw() for _ in range(lanes)] for _ in range(10)]
-
-
-def _namespace(T, pbc_module):
-    return dict(UInt32=T['UInt32'], Float64=T.get('Float64'), pbc=pbc_module)
+    return [[draw() for _ in range(LANES)] for _ in range(11)]
 
 
 def flatten_result(result, Struct_):
@@ -519,41 +564,51 @@ def flatten_result(result, Struct_):
 
 def run_lanes(source, values, kind):
     """Per lane, the program's result and arguments afterwards (each a list of Python
-    numbers), from plain Python on the lane's scalars."""
+    numbers; acc's entry last), from plain Python on the lane's scalars."""
     Scalar = LaneU32 if kind == 'uint' else LaneF64
     Vector, Obj = lane_vector(Scalar), struct_type(Scalar)
-    ns = dict(UInt32=LaneU32, Float64=LaneF64, pbc=_Hint, fresh=fresh, CALLS=CALLS)
+    ns = dict(UInt32=LaneU32, Float64=LaneF64, pbc=_Hint, fresh=fresh, CALLS=CALLS[kind])
     exec(compile(lane_source(source), '<program>', 'exec'), ns)
+    acc = [Scalar(x) for x in values[10]]
     out = []
-    for lane in range(len(values[0])):
+    for lane in range(LANES):
         x = [Scalar(row[lane]) for row in values]
         args = (x[0], x[1], Vector(*x[2:5]), [x[5], x[6]], {'p': x[7]}, Obj(x[8], x[9]),
-                LaneU32(lane))
+                LaneU32(lane), acc)
         result = ns['f'](*args)
         out.append([_value(e) for e in flatten_result(result, Struct)] +
                    [_value(e) for e in flatten_result(args[:6], Struct)])
-    return out
+    # (acc is complete once every lane has run)
+    return [lane + [acc[i].v] for i, lane in enumerate(out)]
 
 
 def pbc_struct(T):
     return type('Obj', (), dict(DRJIT_STRUCT={'p': T, 'q': T}, __init__=_struct_init))
 
 
-def run_pbc(fn, values, backend, kind, Obj):
-    """fn (the program under @pbc.syntax) on arrays of backend `backend` (a module of
-    array types); per lane, as run_lanes."""
-    import pbc
+def pbc_arguments(values, backend, kind, a=None):
+    """The program's arguments as arrays of `backend` (a module of array types), with `a`
+    for the first where given."""
     T = backend.UInt32 if kind == 'uint' else backend.Float64
     x = [T(row) for row in values]
+    x[0] = x[0] if a is None else a
     v = backend.Array3u(*x[2:5]) if kind == 'uint' else backend.Array3f64(*x[2:5])
-    args = (x[0], x[1], v, [x[5], x[6]], {'p': x[7]}, Obj(x[8], x[9]),
-            pbc.arange(backend.UInt32, len(values[0])))
-    result = fn(*args)
-    parts = flatten_result(result, Obj) + flatten_result(args[:6], Obj)
-    columns = [list(p.numpy()) if hasattr(p, 'numpy') else [p] * len(values[0])
-               for p in parts]
-    return [[c[lane] if len(c) > 1 else c[0] for c in columns]
-            for lane in range(len(values[0]))], result, args
+    k = backend.UInt32(list(range(LANES)))
+    return (x[0], x[1], v, [x[5], x[6]], {'p': x[7]}, pbc_struct(T)(x[8], x[9]), k, x[10])
+
+
+def pbc_outputs(result, args):
+    """The arrays (or Python numbers) of the program's outputs, in run_lanes's order."""
+    Obj = type(args[5])
+    return flatten_result(result, Obj) + flatten_result(args[:6], Obj) + [args[7]]
+
+
+def run_pbc(fn, values, backend, kind):
+    """fn (the program under @pbc.syntax) on arrays of `backend`; per lane, as run_lanes."""
+    args = pbc_arguments(values, backend, kind)
+    columns = [list(p.numpy()) if hasattr(p, 'numpy') else [p] * LANES
+               for p in pbc_outputs(fn(*args), args)]
+    return [[c[lane] if len(c) > 1 else c[0] for c in columns] for lane in range(LANES)]
 
 
 def same(a, b, kind):

@@ -374,3 +374,87 @@ def test_a_call_target_storing_into_an_argument_container_is_an_error(call):
         pbc.switch(UInt32(0, 0), [store], lst, mode=call)
     assert 'stores into an entry or field' in str(e.value) + str(e.value.__cause__)
     assert lst[0].numpy().tolist() == [1, 2]
+
+
+def _scale(x, y):
+    x *= y                              # (x may carry derivatives)
+    return y
+
+
+def _feed(x, y):
+    y += x * x                          # (y gets derivatives from x)
+    return x
+
+
+def _differentiated(fn, x0):
+    """(value, forward derivative, reverse derivative) of fn(x) in x, per lane; fn gets a
+    copy of x, which it may change in place."""
+    x = Float(x0)
+    pbc.enable_grad(x)
+    pbc.set_grad(x, 1.0)
+    forward = pbc.forward_to(fn(Float(x))).numpy()
+    x = Float(x0)
+    pbc.enable_grad(x)
+    value = fn(Float(x))
+    pbc.backward(value)
+    return value.numpy(), forward, pbc.grad(x).numpy()
+
+
+@pytest.mark.parametrize('call', ['symbolic', 'evaluated'])
+def test_derivatives_of_arguments_call_targets_change_in_place(call):
+    def f(x, y):
+        pbc.switch(UInt32(0, 1, 2, 0, 1), [_scale, _feed], x, y, mode=call)
+        return x + 3 * y                # (lane 2 calls nothing)
+
+    x, y = np.array([0.5, 1.5, 2.0, -1.0, 0.3]), np.array([2.0, -1.0, 4.0, 0.5, 3.0])
+    value, forward, reverse = _differentiated(lambda x_: f(x_, Float(y)), x)
+    called = np.array([0, 1, 2, 0, 1])
+    np.testing.assert_allclose(
+        value, np.where(called == 0, x * y + 3 * y, np.where(called == 1, x + 3 * (y + x * x),
+                                                              x + 3 * y)), rtol=1e-6)
+    want = np.where(called == 0, y, np.where(called == 1, 1 + 6 * x, 1))
+    np.testing.assert_allclose(forward, want, rtol=1e-6)
+    np.testing.assert_allclose(reverse, want, rtol=1e-6)
+
+
+def _add_square(x, y):
+    x += y * y
+
+
+@pbc.syntax
+def _loop_calling(a, s, n):
+    i = UInt32(0)
+    while pbc.hint(i < n, max_iterations=8):
+        i += 1
+        pbc.switch(UInt32(0), [_add_square], s, a)   # (s: read here, changed by the target)
+    return s + a
+
+
+def test_a_loop_changing_in_place_an_array_it_only_reads_differentiates(mode):
+    # (s gets derivatives in the body: the loop's node must link its new value; before,
+    # a symbolic loop dropped them)
+    a = np.array([0.5, 1.0, 2.0])
+    n = UInt32(3, 1, 0)
+    value, forward, reverse = _differentiated(lambda x: _loop_calling(x, Float(1.0), n), a)
+    np.testing.assert_allclose(value, 1 + np.array([3, 1, 0]) * a * a + a, rtol=1e-6)
+    np.testing.assert_allclose(forward, 2 * np.array([3, 1, 0]) * a + 1, rtol=1e-6)
+    np.testing.assert_allclose(reverse, 2 * np.array([3, 1, 0]) * a + 1, rtol=1e-6)
+
+
+@pbc.syntax
+def _loop_through_alias(a, n):
+    s = a * 1.0
+    t = s                               # (the loop changes s's object through t)
+    i = UInt32(0)
+    while pbc.hint(i < n, max_iterations=8):
+        i += 1
+        pbc.switch(UInt32(0), [_add_square], t, a)
+    return s
+
+
+def test_a_loop_changing_in_place_an_array_that_carries_derivatives(mode):
+    a = np.array([0.5, 1.0, 2.0])
+    value, forward, reverse = _differentiated(lambda x: _loop_through_alias(x, UInt32(2)), a)
+    np.testing.assert_allclose(value, a + 2 * a * a, rtol=1e-6)
+    np.testing.assert_allclose(forward, 1 + 4 * a, rtol=1e-6)
+    np.testing.assert_allclose(reverse, 1 + 4 * a, rtol=1e-6)

@@ -53,13 +53,13 @@ def _alarm(*_):
     raise Hang(f'the program ran longer than {TIME_LIMIT} s')
 
 
-def compile_program(source, path):
+def compile_program(source, path, kind):
     """The program as a module-level function of a file (for @pbc.syntax to read its
     source), under @pbc.syntax."""
     with open(path, 'w') as f:
         f.write(source)
     ns = dict(UInt32=suite_backend.UInt32, Float64=suite_backend.Float64, pbc=pbc,
-              CALLS=programs.CALLS)
+              CALLS=programs.CALLS[kind])
     exec(compile(source, path, 'exec'), ns)
     return pbc.syntax(ns['f'])
 
@@ -80,12 +80,7 @@ def run_mode(fn, values, kind, mode):
     if mode == 'tracked':
         pbc.enable_grad(tracked)
     with a, b, c:
-        return programs.run_pbc(fn, values, suite_backend.module, kind,
-                                programs.pbc_struct(_scalar(kind)))[0]
-
-
-def _scalar(kind):
-    return suite_backend.UInt32 if kind == 'uint' else suite_backend.Float64
+        return programs.run_pbc(fn, values, suite_backend.module, kind)
 
 
 def mismatch(want, got, kind):
@@ -131,22 +126,29 @@ WEIGHTS = np.random.default_rng(5).uniform(0.5, 1.5, 64)
 
 def _outputs(fn, a, values):
     """The program's outputs (result, then the arguments afterwards) on `a` for argument a."""
-    mod = suite_backend.module
-    Obj = programs.pbc_struct(mod.Float64)
-    x = [a] + [mod.Float64(row) for row in values[1:]]
-    args = (x[0], x[1], mod.Array3f64(*x[2:5]), [x[5], x[6]], {'p': x[7]}, Obj(x[8], x[9]),
-            pbc.arange(mod.UInt32, len(values[0])))
-    result = fn(*args)
-    return [p if isinstance(p, mod.Float64) else mod.Float64(p) for p in
-            programs.flatten_result(result, Obj) + programs.flatten_result(args[:6], Obj)]
+    Float64 = suite_backend.Float64
+    args = programs.pbc_arguments(values, suite_backend.module, 'float', a)
+    return [p if isinstance(p, Float64) else Float64(p)
+            for p in programs.pbc_outputs(fn(*args), args)]
 
 
 def finite_differences(source, values):
-    """Per lane: d(outputs)/da by central differences of the lane-by-lane oracle."""
-    up = [[x + H for x in values[0]]] + values[1:]
-    down = [[x - H for x in values[0]]] + values[1:]
-    hi, lo = (np.array(programs.run_lanes(source, v, 'float')) for v in (up, down))
-    return (hi - lo) / (2 * H)
+    """d(outputs)/da by central differences of the lane-by-lane oracle: per lane m, output
+    j and lane l of a, J[m, j, l] (lanes scatter-add into acc: an output reads others' a)."""
+    out = []
+    for lane in range(programs.LANES):
+        up, down = ([list(values[0])] + values[1:] for _ in range(2))
+        up[0][lane] += H
+        down[0][lane] -= H
+        hi, lo = (np.array(programs.run_lanes(source, v, 'float')) for v in (up, down))
+        out.append((hi - lo) / (2 * H))
+    return np.stack(out, axis=-1)
+
+
+def wanted(J, outputs):
+    """What `derivatives` must give, from the Jacobian J (finite_differences): forward mode
+    (tangent 1 on every lane of a) per lane and output, reverse mode per lane of a."""
+    return J.sum(axis=2), np.einsum('mjl,j->l', J[:, :outputs], WEIGHTS[:outputs])
 
 
 def check(seed, kind, directory):
@@ -155,23 +157,22 @@ def check(seed, kind, directory):
     source = prog.source()
     values = programs.inputs(seed, kind)
     want = programs.run_lanes(source, values, kind)
-    fn = compile_program(source, os.path.join(directory, f'program_{kind}_{seed}.py'))
+    fn = compile_program(source, os.path.join(directory, f'program_{kind}_{seed}.py'), kind)
     for mode in MODES + ('tracked',):
         why = mismatch(want, run_mode(fn, values, kind, mode), kind)
         if why:
             return f'{mode}: {why}'
     if kind == 'float':
-        fd = finite_differences(source, values)
-        if np.all(np.isfinite(fd)) and np.abs(fd).max() < 1e6:
-            scale = 1e-5 * (1 + np.abs(fd))
+        J = finite_differences(source, values)
+        if np.all(np.isfinite(J)) and np.abs(J).max() < 1e6:
             for mode in MODES:
                 forward, reverse = derivatives(fn, values, mode)
-                bad = np.argwhere(np.abs(forward - fd) > scale)
+                fd, want_r = wanted(J, forward.shape[1])
+                bad = np.argwhere(np.abs(forward - fd) > 1e-5 * (1 + np.abs(fd)))
                 if len(bad):
                     lane, i = bad[0]
                     return (f'{mode}, forward mode: lane {lane}, output {i}: d/da '
                             f'{forward[lane, i]}, finite differences {fd[lane, i]}')
-                want_r = fd[:, :forward.shape[1]] @ WEIGHTS[:forward.shape[1]]
                 bad = np.argwhere(np.abs(reverse - want_r) > 1e-5 * (1 + np.abs(want_r)))
                 if len(bad):
                     lane = bad[0][0]
@@ -214,7 +215,7 @@ def test_programs_found_before(tmp_path, seed):
     source = inplace_found.FOUND[seed]
     values = programs.inputs(seed, 'uint')
     want = programs.run_lanes(source, values, 'uint')
-    fn = compile_program(source, str(tmp_path / f'found_{seed}.py'))
+    fn = compile_program(source, str(tmp_path / f'found_{seed}.py'), 'uint')
     for mode in MODES + ('tracked',):
         why = mismatch(want, run_mode(fn, values, 'uint', mode), 'uint')
         assert why is None, f'{mode}: {why}\n\n{source}'
@@ -224,17 +225,18 @@ def test_derivatives_of_a_loop_that_read_an_entry_rebound_after_it(tmp_path):
     # (a derivative's second run of the loop read o.q as the branch after the loop left it)
     source = inplace_found.FOUND_FLOAT[600002]
     values = programs.inputs(600002, 'float')
-    fn = compile_program(source, str(tmp_path / 'found_float.py'))
-    fd = finite_differences(source, values)
+    fn = compile_program(source, str(tmp_path / 'found_float.py'), 'float')
+    J = finite_differences(source, values)
     for mode in MODES:
         forward, reverse = derivatives(fn, values, mode)
+        fd, want_r = wanted(J, forward.shape[1])
         np.testing.assert_allclose(forward, fd, rtol=1e-5, atol=1e-5)
-        np.testing.assert_allclose(reverse, fd @ WEIGHTS[:fd.shape[1]], rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(reverse, want_r, rtol=1e-5, atol=1e-5)
 
 
 def test_the_oracle_follows_pythons_data_model():
     # (a check of the checker: in-place forms change the object, `=` rebinds the name)
-    source = ('def f(a, b, v, lst, d, o, k):\n'
+    source = ('def f(a, b, v, lst, d, o, k, acc):\n'
               '    s = t = y = z = a\n'
               '    y += 1\n'
               '    lst[0] = b\n'
@@ -242,7 +244,7 @@ def test_the_oracle_follows_pythons_data_model():
               '    v.y += a\n'
               '    z = z + 1\n'
               '    return (a, b, s, t, y, z, v, lst, d, o)\n')
-    values = [[3], [5], [1], [1], [1], [7], [0], [0], [0], [0]]
+    values = [[3] * 9, [5] * 9, [1] * 9, [1] * 9, [1] * 9, [7] * 9] + [[0] * 9] * 5
     out = programs.run_lanes(source, values, 'uint')[0]
     assert out[:6] == [4, 10, 4, 4, 4, 5]          # a b s t y z: one object, then z
     assert out[6:10] == [1, 5, 1, 10]              # v (v.y += a: 1 + 4), lst[0] is b

@@ -61,25 +61,24 @@ from .propagate import ADFlag, accumulate, traverse
 from .scopes import suspend_grad
 
 
-def symbolic_call(targets, flat, record):
+def symbolic_call(targets, flat, record, write_back):
     """The result of `record(targets, flat)`, which records a symbolic call of `targets`
     ((key, fn, obj) each) on the flattened arguments `flat` ((arrays, build)), with a node
-    for the call where its inputs carry derivatives."""
+    for the call where its inputs carry derivatives. An argument that a target changes in
+    place is an output of the call too: `write_back(a, new)` gives the caller's object `a`
+    the call's `new` value on the lanes that call a target."""
     arrays, build = flat
     inputs = [_runtime.ad_node_of(a) if is_float(a) else 0 for a in arrays]
     diff = [i for i, n in enumerate(inputs) if n]
     values = [_runtime.ad_detached(a) for a in arrays]
     primal = [Target(fn, diff, 'primal') for _, fn, _ in targets]
-    # (the call gets copies: `values` stay the arguments' values for the derivative calls)
+    # (the call gets copies: `values` stay the arguments' values for the derivative calls;
+    # the arguments the targets change in place, pbc/dispatch.py, are changed in the copies)
     given = [type(v)(v) for v in values]
     result = record([(key, t, obj) for (key, _, obj), t in zip(targets, primal)],
                     (given, build))
-    # (arguments the targets changed in place: the call changed their copies, the caller's
-    # objects take it; see pbc/dispatch.py)
-    for a, v in zip(arrays, given):
-        if v.index != a.index:
-            refuse_derivatives(a, 'the call')
-            a._assign(v)
+    changed = [i for i, (v, g) in enumerate(zip(values, given)) if v.index != g.index]
+    moved = [i for i in changed if is_float(arrays[i])]
     propagate.add_sinks([t.sinks for t in primal], resume=True)
     implicit = sorted({n for t in primal for n in t.implicit})
     # The arrays the targets scatter-add into (closure arrays: the same objects when the
@@ -92,26 +91,27 @@ def symbolic_call(targets, flat, record):
     sources = list(dict.fromkeys([n for n in inputs if n] + implicit +
                                  [n for n in before if n]))
     outs = tree.flatten(result)[0]
-    linked = [i for i, a in enumerate(outs) if is_float(a) and _runtime.ad_index(a) == 0]
-    if not sources or not (linked or scattered or nested):
+    linked = [outs[i] for i, a in enumerate(outs) if is_float(a) and _runtime.ad_index(a) == 0]
+    if not sources or not (linked or moved or scattered or nested):
+        for i in changed:
+            arrays[i]._assign(given[i])
         return result
+    # (the float arguments changed in place are results after the call's own, in the order
+    # its derivative targets return their tangents and take their gradients)
+    linked += [given[i] for i in moved]
     op = CallOp(targets, values, build, inputs, diff, implicit,
-                [(type(outs[i]), len(outs[i])) for i in linked], record,
-                Closures(*[fn for _, fn, _ in targets], writes=below))
-    weak = link(op, sources, [outs[i] for i in linked], scattered, nested)
+                [(type(a), len(a)) for a in linked], record,
+                Closures(*[fn for _, fn, _ in targets], writes=below), moved)
+    weak = link(op, sources, linked, scattered, nested)
     op.outputs = list(weak[:len(linked)])
     op.scatter_targets = {id(a): (n, w, type(a), len(a))
                           for a, n, w in zip(scattered, before, weak[len(linked):])}
+    for i in changed:
+        if i in moved:
+            write_back(arrays[i], given[i])
+        else:
+            arrays[i]._assign(given[i])
     return result
-
-
-def refuse_derivatives(arg, what):
-    """Raises where `arg`, an argument that a target of `what` changed in place, carries
-    derivatives: the call's node does not link its new value."""
-    if _runtime.ad_index(arg):
-        raise NotImplementedError(
-            f'pbc: a target of {what} changes in place an argument that carries '
-            'derivatives: return its new value instead')
 
 
 class Target:
@@ -122,11 +122,13 @@ class Target:
     results; returns those of the arguments `diff`). The scatter-adds with derivatives
     that it makes (into arrays from outside) are noted in `noted` (local.Noted); the
     derivative calls add the values' tangents into `into` (forward) or read their gradients
-    from the arrays' in `scattered` (backward), by the array's id."""
+    from the arrays' in `scattered` (backward), by the array's id. The float arguments at
+    positions `moved` are results too (the call's targets change them in place): derivative
+    calls return their tangents, and take their gradients, after the results'."""
 
     def __init__(self, fn, diff, kind, size=0, build=None, seeds=(), into=None,
-                 scattered=None):
-        self.fn, self.diff, self.kind = fn, diff, kind
+                 scattered=None, moved=()):
+        self.fn, self.diff, self.kind, self.moved = fn, diff, kind, moved
         # (derivative calls: how many arrays the arguments are, their structure, and the
         # call's implicit inputs, which forward mode seeds with their tangents)
         self.size, self.build, self.seeds = size, build, seeds
@@ -162,9 +164,12 @@ class Target:
             return self._backward(arrays, extra, self.since)
 
     def _primal(self, args, kwargs, since):
-        enable(tree.flatten((args, kwargs))[0], self.diff)
+        arrays = tree.flatten((args, kwargs))[0]
+        enable(arrays, self.diff)
+        given = [a.index for a in arrays]
         r = self.fn(*args, **kwargs)
-        out = tree.flatten(r)[0]
+        # (an argument changed in place leaves as a result does)
+        out = tree.flatten(r)[0] + [a for a, i in zip(arrays, given) if a.index != i]
         self.implicit = sorted(set(leave_scope(out, result_nodes(out), since)) |
                                outer_values(self.noted.scatters, since))
         return r
@@ -173,7 +178,8 @@ class Target:
         # (the call itself made its side effects: a derivative call does not repeat them,
         # but notes its scatter-adds)
         args, kwargs = self.build(arrays)
-        return tree.flatten(run_body(lambda: self.fn(*args, **kwargs), (), False))[0]
+        out = tree.flatten(run_body(lambda: self.fn(*args, **kwargs), (), False))[0]
+        return out + [arrays[i] for i in self.moved]
 
     def _forward(self, arrays, tangents, since):
         seeds = list(self.seeds) + seed_tangents(arrays, self.diff, tangents)
@@ -183,12 +189,14 @@ class Target:
         return [tangent_or_zero(a, since, seeds) for a in out if is_float(a)]
 
     def _backward(self, arrays, grads, since):
+        # (the arguments as given: the target may change them in place)
+        inputs = [type(a)(a) for a in arrays]
         results = [a for a in self._run(arrays) if is_float(a)]
         # (and the loops and calls nested in the target that scatter-add, from their tokens)
         values, more = gathered_gradients(self.noted.scatters, self.scattered)
         roots, zeros = seed_roots(self.noted)
         propagate_back(results + values + roots, list(grads) + more + zeros, since)
-        return [grad_or_zero(arrays[i], since) for i in self.diff]
+        return [grad_or_zero(inputs[i], since) for i in self.diff]
 
 
 class CallOp:
@@ -196,11 +204,12 @@ class CallOp:
     _propagate). It holds the call's arguments (values) and, weakly, its results' nodes."""
 
     def __init__(self, targets, values, build, inputs, diff, implicit, kinds, record,
-                 closures):
+                 closures, moved):
         self.targets, self.values, self.build = targets, values, build
         self.closures = closures        # what the targets read, as they read it
         self.inputs, self.diff, self.implicit = inputs, diff, implicit
         self.kinds, self.record = kinds, record      # (type, width) of the float results
+        self.moved = moved              # (the float arguments the targets change in place)
         self.outputs = []                             # (node, serial) per float result
         # id of an array the targets scatter-add into -> (its node before the call, (node,
         # serial) of its value after, its type, its width)
@@ -227,12 +236,14 @@ class CallOp:
             into = with_routed(own, self.nested)
         kind = 'backward' if backward else 'forward'
         bodies = [Target(fn, self.diff, kind, len(self.values), self.build, self.implicit,
-                         into, scattered)
+                         into, scattered, self.moved)
                   for _, fn, _ in self.targets]
+        # (copies: targets that change arguments in place change these, not `values`)
+        given = [type(v)(v) for v in self.values]
         # (and the loops and calls nested in the targets find them)
         with self.closures, suspend_grad(), routing(own):
             out = self.record([(key, t, obj) for (key, _, obj), t in zip(self.targets, bodies)],
-                              (list(self.values) + extra, lambda new: (tuple(new), {})))
+                              (given + extra, lambda new: (tuple(new), {})))
         out = tree.flatten(out)[0]
         propagate.add_sinks([t.sinks for t in bodies], resume=False)
         if backward:

@@ -334,7 +334,10 @@ class Closures:
             if isinstance(f, functools.partial):          # (a method bound to an instance)
                 stack.append(f.func)
                 for value in (*f.args, *f.keywords.values()):
-                    self._hold(value)
+                    if callable(value) and not isinstance(value, type):
+                        stack.append(value)
+                    else:
+                        self._hold(value)
                 continue
             for cell in getattr(f, '__closure__', None) or ():
                 try:
