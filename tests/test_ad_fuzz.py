@@ -17,9 +17,10 @@ zeroed, reverse mode has the select mask the NaN gradient. Only finite sums are 
 import re
 
 import numpy as np
+from fuzzing import FUZZ, examples
 from hypothesis import event, given, note, settings
 from hypothesis import strategies as st
-from test_fuzz import CLASS, FLOATS, FUZZ, NAMESPACE, PRELUDE, WIDTHS, Program, examples
+from test_fuzz import CLASS, FLOATS, NAMESPACE, PRELUDE, WIDTHS, Program
 
 import pbc
 

@@ -42,12 +42,12 @@ steer the generator away from such a bug while it is open.
 
 import inspect
 import math
-import os
 
 import numpy as np
 import suite_backend
 from conftest import VECTOR_WIDTHS, vector_width
-from hypothesis import HealthCheck, Phase, given, note, settings
+from fuzzing import FUZZ, examples
+from hypothesis import given, note, settings
 from hypothesis import strategies as st
 from suite_backend import Bool, Float, Int32, UInt32
 
@@ -643,19 +643,6 @@ class _flags:
         for s in reversed(self.scopes):
             s.__exit__(*exc)
 
-
-# Deterministic (derandomized, no example database); shrinking is off unless
-# PBC_FUZZ_SHRINK=1 (the failing program is printed either way). PBC_FUZZ_SCALE=k runs k
-# times as many programs.
-SCALE = float(os.environ.get('PBC_FUZZ_SCALE', '1'))
-FUZZ = settings(deadline=None, derandomize=True, database=None, print_blob=False,
-                report_multiple_bugs=False, suppress_health_check=list(HealthCheck),
-                phases=[Phase.explicit, Phase.generate] +
-                ([Phase.shrink] if os.environ.get('PBC_FUZZ_SHRINK') else []))
-
-
-def examples(k):
-    return max(1, int(k * SCALE))
 
 
 @settings(FUZZ, max_examples=examples(60))

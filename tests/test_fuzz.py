@@ -53,7 +53,8 @@ from pathlib import Path
 import numpy as np
 import suite_backend
 from conftest import VECTOR_WIDTHS, vector_width
-from hypothesis import HealthCheck, Phase, given, note, settings
+from fuzzing import FUZZ, examples
+from hypothesis import given, note, settings
 from hypothesis import strategies as st
 from suite_backend import Bool, Float, Float64, Int32, Int64, UInt32, UInt64
 
@@ -1034,19 +1035,6 @@ def check(prog, **kwargs):
 def draw_program(data, literal_inputs=False):
     return Program(data.draw, data.draw(WIDTHS), literal_inputs)
 
-
-# Deterministic (derandomized, no example database). Shrinking a failure re-runs programs for
-# minutes, so it is off unless PBC_FUZZ_SHRINK=1; the failing program is printed either way.
-# PBC_FUZZ_SCALE=k runs k times as many programs (longer local fuzzing sessions).
-SCALE = float(os.environ.get('PBC_FUZZ_SCALE', '1'))
-FUZZ = settings(deadline=None, derandomize=True, database=None, print_blob=False,
-                report_multiple_bugs=False, suppress_health_check=list(HealthCheck),
-                phases=[Phase.explicit, Phase.generate] +
-                ([Phase.shrink] if os.environ.get('PBC_FUZZ_SHRINK') else []))
-
-
-def examples(n):
-    return max(1, int(n * SCALE))
 
 
 @settings(FUZZ, max_examples=examples(400))

@@ -25,24 +25,16 @@ import numpy as np
 import programs
 import pytest
 import suite_backend
-from hypothesis import HealthCheck, given, note, settings
+from fuzzing import FUZZ, examples
+from hypothesis import given, note, settings
 from hypothesis import strategies as st
 
 import pbc
 
-SCALE = float(os.environ.get('PBC_FUZZ_SCALE', '1'))
 TIME_LIMIT = 60                       # seconds per program
 MEMORY_LIMIT = 8 << 30                # bytes of address space, for `main`
 MODES = ('symbolic', 'evaluated')
 H = 1e-6                              # finite-difference step
-
-
-def examples(k):
-    return max(1, int(k * SCALE))
-
-
-SETTINGS = settings(deadline=None, derandomize=True,
-                    suppress_health_check=[HealthCheck.too_slow])
 
 
 class Hang(Exception):
@@ -198,13 +190,13 @@ def fuzz(seed, kind, directory):
     assert why is None, f'{why}\n\n{source}'
 
 
-@settings(SETTINGS, max_examples=examples(40))
+@settings(FUZZ, max_examples=examples(40))
 @given(st.integers(0, 2**32 - 1))
 def test_uint_programs(tmp_path_factory, seed):
     fuzz(seed, 'uint', tmp_path_factory.getbasetemp())
 
 
-@settings(SETTINGS, max_examples=examples(15))
+@settings(FUZZ, max_examples=examples(15))
 @given(st.integers(0, 2**32 - 1))
 def test_float_programs_and_their_derivatives(tmp_path_factory, seed):
     fuzz(seed, 'float', tmp_path_factory.getbasetemp())

@@ -3,18 +3,16 @@ bit for bit, what the original computes when run under pbc as it is (pbc runs `L
 `while_loop` and `if_stmt` themselves, so the original is its own oracle)."""
 
 import importlib.util
-import os
 
+import fuzzing
 import numpy as np
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pbc.llvm import Float, UInt32
 from pbc.migrate import migrate
 
-SCALE = float(os.environ.get('PBC_FUZZ_SCALE', '1'))
-FUZZ = settings(deadline=None, derandomize=True, database=None, print_blob=False,
-                suppress_health_check=list(HealthCheck), max_examples=max(1, int(25 * SCALE)))
+FUZZ = settings(fuzzing.FUZZ, max_examples=fuzzing.examples(25))
 
 UNARY = ('dr.sin({})', 'dr.abs({})', '-{}', 'dr.sqrt(dr.abs({}))')
 BINARY = ('({} + {})', '({} - {})', '({} * {})', 'dr.minimum({}, {})',
