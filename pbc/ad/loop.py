@@ -83,7 +83,7 @@ def symbolic_loop(state, cond, body, record, max_iterations):
     leaves, build = tree.flatten(state)
     # Copies made here carry the derivatives that this scope enables (the loop's inputs),
     # and keep those nodes alive while the recording rebinds the caller's arrays.
-    held = [type(a)(a) for a in leaves]
+    held = _per_object(leaves, lambda a: type(a)(a))
     inputs = [_runtime.ad_index(a) if is_float(a) else 0 for a in held]
     # The state that carries derivatives: what does before the loop, and what gets them
     # in an iteration (from arrays read from outside, or from other such state), found by
@@ -112,7 +112,7 @@ def symbolic_loop(state, cond, body, record, max_iterations):
     linked = [i for i, a in enumerate(outs) if is_float(a) and _runtime.ad_index(a) == 0]
     if not sources or not (linked or targets or nested):
         return result
-    op = LoopOp(cond, body, len(state), build, [_runtime.ad_detached(a) for a in held],
+    op = LoopOp(cond, body, len(state), build, _per_object(held, _runtime.ad_detached),
                 max(len(a) for a in outs), inputs, primal.implicit, max_iterations,
                 _user_site(), Closures(cond, body, writes=primal.targets))
     if primal.targets:
@@ -124,6 +124,17 @@ def symbolic_loop(state, cond, body, record, max_iterations):
     op.targets = {id(t): (n, w, type(t), len(t))
                   for t, n, w in zip(targets, before, weak[len(linked):])}
     return result
+
+
+def _per_object(arrays, copy):
+    """copy(a) for each of `arrays`, made once per object: an object the state holds under
+    several names (`o.p = v[2]`, then `o.p -= 1` in the body changes v[2]) stays one object
+    in the derivative loops' state too."""
+    made = {}
+    for a in arrays:
+        if id(a) not in made:
+            made[id(a)] = copy(a)
+    return [made[id(a)] for a in arrays]
 
 
 class _MoreState(BaseException):
@@ -254,7 +265,7 @@ class _TangentBody(_LocalBody):
         # (the loop's scatter-adds, of the values' tangents into the targets')
         add_tangents(self.noted.scatters, self.op.tangent_targets, since, self.seeds,
                      self.op.lanes)
-        return build([_runtime.ad_detached(a) for a in out]), tangents
+        return build(_per_object(out, _runtime.ad_detached)), tangents
 
 
 class LoopOp:
@@ -267,6 +278,10 @@ class LoopOp:
         self.cond, self.body, self.size, self.build = cond, body, size, build
         self.closures = closures        # what cond and body read, as they read it
         self.values = values            # the state's arrays, in flatten order
+        # (per position, the first that holds the same object: one object under several
+        # names has one gradient, which the first position carries)
+        first = {}
+        self.leaders = [first.setdefault(id(a), i) for i, a in enumerate(values)]
         self.width = width              # the loop's
         self.inputs = inputs            # their nodes (0: none)
         self.implicit = implicit        # nodes of what the body reads besides its state
@@ -354,7 +369,8 @@ class _AdjointBody(_LocalBody):
 
     def __call__(self, k, grads, gathered):
         k = k - 1
-        state = self.op.build(self.states.read(k))
+        stored = self.states.read(k)
+        state = self.op.build([stored[j] for j in self.op.leaders])
         grads, more = self.run(state, grads)
         return k, grads, [a + b for a, b in zip(gathered, more)]
 
@@ -374,7 +390,10 @@ class _AdjointBody(_LocalBody):
         propagate_back(results, grads, since)
         gathered = [g if g is not None else _runtime.literal(_runtime.ad_class(n), 0, 1)
                     for n, g in body.collect.items()]
-        return [grad_or_zero(leaves[i], since) for i in self.diff], gathered
+        # (an object under several names: its gradient once, at the first)
+        leaders = self.op.leaders
+        return [grad_or_zero(leaves[i], since) if leaders[i] == i else
+                _runtime.literal(type(leaves[i]), 0, 1) for i in self.diff], gathered
 
 
 class _StatesInMemory:
