@@ -13,6 +13,7 @@ from . import _runtime
 from ._runtime import ArrayBase
 from .ad import loop as ad_loop
 from .ad import propagate as ad_propagate
+from .ad.local import is_float
 from .errors import (
     SizeError,
     StateError,
@@ -235,9 +236,9 @@ class _Outside(Exception):
 
 
 class _OutsideTracked(Exception):
-    """Internal: arrays from outside the state that the body changes in place carry
-    derivatives, from before the loop or from the body: record the loop again with them as
-    state of its own (_tracked_loop)."""
+    """Internal: float arrays from outside the state that the body changes in place, while
+    derivatives may flow: record the loop again with them as state of its own
+    (_tracked_loop)."""
 
 
 def _tracked_loop(state, cond, body, names, c, strict, max_iterations):
@@ -290,13 +291,32 @@ def _show(fn, outside, body, *state):
         try:
             r = fn(*own)
             ends = tuple(copy_of(x) for x in outside)
+            if body:
+                # (state it leaves bound to one of those arrays, `lst[0] = o.p`: its value
+                # now, before the arrays are put back)
+                at = {id(x): e for x, e in zip(outside, ends)}
+                r = tuple(_replaced(x, at) for x in _as_state(r, len(own), 'while_loop'))
         finally:
             for x, b in zip(outside, before):
                 x._assign(b)
     # (other arrays from outside that it changed: as they end, for the loop's own region)
     for x, end in region.changed.values():
         x._assign(end)
-    return (*_as_state(r, len(own), 'while_loop'), ends) if body else r
+    return (*r, ends) if body else r
+
+
+def _replaced(x, at):
+    """x with the arrays in it that `at` maps (by id) replaced: in its containers where they
+    can change (a body's, which it owns), else in new ones."""
+    if isinstance(x, ArrayBase):
+        return at.get(id(x), x)
+    parts = children(x)
+    if parts is None:
+        return x
+    new = [_replaced(p, at) for p in parts]
+    if all(a is b for a, b in zip(new, parts)) or assign(x, new):
+        return x
+    return rebuild(x, new)
 
 
 def _symbolic_loop(state, cond, body, names, c, strict):
@@ -375,8 +395,12 @@ def _record(state, arrays, build, cond, body, names, width, fixed, strict, assum
     changes it then records again without it). `hidden`: arrays from outside the state
     that the body changes in place (found by an earlier recording): loop variables too,
     which the body sees in the arrays themselves."""
-    if ad_loop.tracked() and any(_runtime.ad_index(x) for x in hidden):
-        raise _OutsideTracked([x for x in hidden if _runtime.ad_index(x)])
+    # (while derivatives may flow, float ones become state: whether the body gives them
+    # derivatives shows only inside its scope, which strips them from its results, and
+    # the state may hold one of them, `lst[0] = o.p`)
+    floats = [x for x in hidden if is_float(x)]
+    if floats and ad_loop.tracked():
+        raise _OutsideTracked(floats)
     for x in hidden:
         if len(x) not in (1, width):
             raise SizeError(f'pbc.while_loop: the loop body changes in place an array of width '
@@ -429,9 +453,6 @@ def _record(state, arrays, build, cond, body, names, width, fixed, strict, assum
             _runtime.loop_cond(start, c)
             new = _as_state(call_user(body, st, W, 'loop body'), len(state), 'while_loop')
             hidden_updates = [x.index for x in hidden]
-        if ad_loop.tracked() and any(_runtime.ad_index(x) for x in hidden):
-            # (derivatives from the body: its node must link them)
-            raise _OutsideTracked([x for x in hidden if _runtime.ad_index(x)])
         if region.changed:
             raise _Outside([x for x, _ in region.changed.values()])
         _check_same(state, new, names, 'while_loop', strict)

@@ -293,8 +293,8 @@ def f(a, b, v, lst, d, o, k, acc):
 ''',
 }
 
-# Float64 programs whose derivatives were wrong (forward and reverse against finite
-# differences).
+# Float64 programs whose values or derivatives (forward and reverse against finite
+# differences) were wrong.
 FOUND_FLOAT = {
     600002: '''\
 def f(a, b, v, lst, d, o, k, acc):
@@ -310,6 +310,66 @@ def f(a, b, v, lst, d, o, k, acc):
     if k > 1:
         if (k & 3) != 0:
             o.q = v.y
+    return (a, b, s, t, y, z, v, lst, d, o)
+''',
+    # (a loop body binding lst[0] to o.p and changing it in place: o.p, from outside the
+    # state, got derivatives in the body, which the loop dropped (values and derivatives))
+    2576: '''\
+def f(a, b, v, lst, d, o, k, acc):
+    s = Float64(1.802) + a
+    t = Float64(0.896)
+    y = a
+    z = lst[0]
+    if k > 6:
+        s = lst[1]
+    else:
+        if (k & 1) != 0:
+            y += (s / (1.5 + (pbc.cos(z) * v[2]) * (pbc.cos(z) * v[2])))
+        elif k > 5:
+            if k > 5:
+                v.y -= pbc.sin((Float64(k) / (1.5 + a * a)))
+    c1 = UInt32(0)
+    while pbc.hint(c1 < 3, max_iterations=8):
+        c1 += 1
+        lst[0] = o.p
+        lst[0] += (pbc.cos((Float64(k) - t)) * (v.y + z))
+    return (a, b, s, t, y, z, v, lst, d, o)
+''',
+    # (y = a before a loop that rebinds a and changes y in place: the derivative loops
+    # kept them one object, where the loop itself gave a a new one)
+    2585: '''\
+def f(a, b, v, lst, d, o, k, acc):
+    s = Float64(-1.576) + a
+    t = Float64(1.641)
+    y = a
+    z = s * -1.742
+    c1 = UInt32(0)
+    while pbc.hint(c1 < (k & 3), max_iterations=8):
+        c1 += 1
+        if (k & 1) != 0:
+            if (k & 3) != 0:
+                if (c1 + k) % 3 == 2:
+                    if (k % 3) == 0:
+                        break
+                else:
+                    y *= (((1.278 + Float64(k)) + pbc.sin(Float64(k))) * 0.5)
+        else:
+            a = v.y
+    return (a, b, s, t, y, z, v, lst, d, o)
+''',
+    # (a call changing in place, in a loop, arrays the loop only reads, while
+    # derivatives flowed: the state the body left in o.q was lost)
+    2586: '''\
+def f(a, b, v, lst, d, o, k, acc):
+    s = Float64(-0.822) + a
+    t = Float64(-1.308)
+    y = Float64(-0.815)
+    z = lst[0]
+    c1 = UInt32(0)
+    while pbc.hint(c1 < 3, max_iterations=8):
+        c1 += 1
+        pbc.switch((k * 2 + 7) % 4, CALLS, a, lst[1])
+        o.q = o.p
     return (a, b, s, t, y, z, v, lst, d, o)
 ''',
 }

@@ -112,7 +112,10 @@ def symbolic_loop(state, cond, body, record, max_iterations):
     linked = [i for i, a in enumerate(outs) if is_float(a) and _runtime.ad_index(a) == 0]
     if not sources or not (linked or targets or nested):
         return result
-    op = LoopOp(cond, body, len(state), build, _per_object(held, _runtime.ad_detached),
+    # (an object under several names stays one where the loop kept it one: a body that
+    # rebinds one of the names gets new objects, rule 4 of docs/semantics.md)
+    values = _per_object(held, _runtime.ad_detached, [id(a) for a in outs])
+    op = LoopOp(cond, body, len(state), build, values,
                 max(len(a) for a in outs), inputs, primal.implicit, max_iterations,
                 _user_site(), Closures(cond, body, writes=primal.targets))
     if primal.targets:
@@ -126,15 +129,15 @@ def symbolic_loop(state, cond, body, record, max_iterations):
     return result
 
 
-def _per_object(arrays, copy):
-    """copy(a) for each of `arrays`, made once per object: an object the state holds under
-    several names (`o.p = v[2]`, then `o.p -= 1` in the body changes v[2]) stays one object
-    in the derivative loops' state too."""
-    made = {}
-    for a in arrays:
-        if id(a) not in made:
-            made[id(a)] = copy(a)
-    return [made[id(a)] for a in arrays]
+def _per_object(arrays, copy, ends=None):
+    """copy(a) for each of `arrays`, made once per object (and per `ends` entry, where
+    given): an object the state holds under several names (`o.p = v[2]`, then `o.p -= 1`
+    in the body changes v[2]) stays one object in the derivative loops' state too."""
+    made, keys = {}, [(id(a), e) for a, e in zip(arrays, ends or [None] * len(arrays))]
+    for a, key in zip(arrays, keys):
+        if key not in made:
+            made[key] = copy(a)
+    return [made[key] for key in keys]
 
 
 class _MoreState(BaseException):
