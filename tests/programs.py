@@ -1,31 +1,38 @@
-"""Random @pbc.syntax programs made of statements, and the oracle that runs them lane by lane.
+"""Random @pbc.syntax programs made of statements, and the oracle that runs them lane by lane:
+the one generator of the random-program tests of control flow, in-place changes and their
+derivatives (test_inplace_fuzz.py, test_control_fuzz.py).
 
 A program is the source of one function
 
     def f(a, b, v, lst, d, o, k, acc):
 
-over UInt32 (`kind='uint'`, exact: 32-bit wrap-around) or Float64 (`kind='float'`, smooth:
-for derivatives) values: scalars `a b` (arguments) and `s t y z` (locals), a 3-vector `v`,
-a list `lst` of two scalars, a dict `d` of one (`d['p']`), an object `o` with fields
-`o.p o.q` (a DRJIT_STRUCT), the read-only lane index `k` and an array `acc` of LANES
-entries that lanes scatter-add into. Its statements are what users write, not only
-expressions:
+over values of one kind (KINDS): UInt32 ('uint') and Int32 ('int'), exact with 32-bit
+wrap-around and C's division; Float ('float32'), exact: every operation rounds to float32;
+Float64 ('float'), smooth, for derivatives. Its places: scalars `a b` (arguments) and
+`s t y z` (locals), a 3-vector `v`, a list `lst` of two scalars, a dict `d` of one
+(`d['p']`), an object `o` with fields `o.p o.q` (a DRJIT_STRUCT); besides them a Bool `m`,
+the read-only lane index `k` (UInt32) and an array `acc` (one entry per lane) that lanes
+scatter-add into. Its statements are what users write, not only expressions:
 
 * `place = e` and `place op= e` for every operator, where a place is a scalar name, a
   vector component (`v.x`, `v[2]`), a list or dict entry or a field; `v op= e` on the
-  whole vector;
+  whole vector; `m = c`, `m &= c`, `m |= c`, `m ^= c` on the Bool;
+* expressions of the kind's operators, pbc.select, and pbc.minimum/maximum (exact kinds)
+  or pbc.sin/cos (Float64);
 * aliases: `y = a`, `z = lst[0]`, `lst[1] = s`, `y = v.y` (a name bound to another's
   object: an in-place change through one is seen through the other);
-* `if`/`elif`/`else` on lane-varying conditions, nested;
+* `if`/`elif`/`else` on lane-varying conditions (of `m` too), nested;
 * bounded `while` loops (a counter stepped first in the body, so that `continue` is safe)
-  with `break` and `continue` under conditions, nested two deep;
+  with `break` and `continue` under conditions, nested up to three deep;
 * early `return` from the function's top-level conditionals;
 * calls (`pbc.switch` over CALLS) whose targets change an argument in place; an index
   of 3 calls nothing;
 * `pbc.scatter_add(acc, e, index)`: lanes add into one another's entries (in any order:
-  the sum is the same), also in loops, branches and calls' lanes.
+  the sum is the same but for float rounding), also in loops, branches and calls' lanes;
+* `pbc.eval(x)` and `pbc.schedule(x)` where nothing records.
 
-Float64 expressions also call pbc.sin and pbc.cos.
+With `modes=True`, each loop, conditional and call gets a mode of its own (symbolic,
+evaluated, or none: the flags decide), evaluated only outside symbolic code.
 
 The oracle is the same source run in plain Python once per lane (the lanes share `acc`,
 read after the last), on the scalar classes below: `x op= e` changes the object x names
@@ -39,9 +46,13 @@ of its result and of the caller's argument objects afterwards.
 """
 
 import ast
+import dataclasses
 import math
 import random
 
+import numpy as np
+
+import pbc
 from pbc.frontend.analysis import function_locals
 from pbc.frontend.lowering import Lowerer
 
@@ -82,14 +93,16 @@ class _Scalar:
                        ('floordiv', lambda a, b: a // b), ('mod', lambda a, b: a % b),
                        ('truediv', lambda a, b: a / b)):
         def _make(fn):
+            # (an operand that is a Python number is one of this type first, as pbc's
+            # literals are: a float32 program's 1.1 is float32(1.1))
             def op(self, o):
-                return self._new(fn(self.v, _value(o)))
+                return self._new(fn(self.v, self._fit(_value(o))))
 
             def rop(self, o):
-                return self._new(fn(_value(o), self.v))
+                return self._new(fn(self._fit(_value(o)), self.v))
 
             def iop(self, o):
-                return self._set(fn(self.v, _value(o)))
+                return self._set(fn(self.v, self._fit(_value(o))))
             return op, rop, iop
         locals()[f'__{_name}__'], locals()[f'__r{_name}__'], locals()[f'__i{_name}__'] = \
             _make(_fn)
@@ -102,22 +115,22 @@ class _Scalar:
         return self._new(~self.v)
 
     def __lt__(self, o):
-        return self.v < _value(o)
+        return self.v < self._fit(_value(o))
 
     def __le__(self, o):
-        return self.v <= _value(o)
+        return self.v <= self._fit(_value(o))
 
     def __gt__(self, o):
-        return self.v > _value(o)
+        return self.v > self._fit(_value(o))
 
     def __ge__(self, o):
-        return self.v >= _value(o)
+        return self.v >= self._fit(_value(o))
 
     def __eq__(self, o):
-        return self.v == _value(o)
+        return self.v == self._fit(_value(o))
 
     def __ne__(self, o):
-        return self.v != _value(o)
+        return self.v != self._fit(_value(o))
 
     __hash__ = object.__hash__
 
@@ -129,6 +142,46 @@ class LaneU32(_Scalar):
     @staticmethod
     def _fit(v):
         return int(v) & M32
+
+
+class LaneI32(_Scalar):
+    """One lane of an Int32: two's complement wrap-around, and C's division (truncating;
+    the programs never divide by 0)."""
+    __slots__ = ()
+
+    @staticmethod
+    def _fit(v):
+        v = int(v) & M32
+        return v - (1 << 32) if v >> 31 else v
+
+    @staticmethod
+    def _c_div(a, b):
+        q = abs(a) // abs(b)
+        return q if (a < 0) == (b < 0) else -q
+
+    def __floordiv__(self, o):
+        return self._new(self._c_div(self.v, self._fit(_value(o))))
+
+    def __ifloordiv__(self, o):
+        return self._set(self._c_div(self.v, self._fit(_value(o))))
+
+    def __mod__(self, o):
+        b = self._fit(_value(o))
+        return self._new(self.v - self._c_div(self.v, b) * b)
+
+    def __imod__(self, o):
+        b = self._fit(_value(o))
+        return self._set(self.v - self._c_div(self.v, b) * b)
+
+
+class LaneF32(_Scalar):
+    """One lane of a Float (float32): each operation rounds to float32 (exact for + - * /,
+    which float64 computes exactly enough to round once)."""
+    __slots__ = ()
+
+    @staticmethod
+    def _fit(v):
+        return float(np.float32(v))
 
 
 class LaneF64(_Scalar):
@@ -208,13 +261,31 @@ class _Hint:
         return value
 
     @staticmethod
-    def switch(index, targets, *args):
+    def switch(index, targets, *args, mode=None):
         i = _value(index)
         return targets[i](*args) if i < len(targets) else None
 
     @staticmethod
     def scatter_add(target, value, index):
         target[_value(index)] += value
+
+    @staticmethod
+    def eval(*args):
+        pass
+
+    schedule = eval
+
+    @staticmethod
+    def minimum(x, y):
+        return type(x)(min(_value(x), _value(y)))
+
+    @staticmethod
+    def maximum(x, y):
+        return type(x)(max(_value(x), _value(y)))
+
+    @staticmethod
+    def select(c, x, y):
+        return type(x)(_value(x) if c else _value(y))
 
     @staticmethod
     def sin(x):
@@ -252,8 +323,35 @@ def call_scale(x, y):
     return x
 
 
-CALLS = {'uint': (call_add, call_shift, call_back),
-         'float': (call_add, call_damp, call_scale)}
+CALLS = {'uint': (call_add, call_shift, call_back), 'int': (call_add, call_shift, call_back),
+         'float32': (call_add, call_damp, call_scale), 'float': (call_add, call_damp, call_scale)}
+
+
+@dataclasses.dataclass(frozen=True)
+class Kind:
+    """What programs of one kind are written over."""
+    T: str                    # the array type of its values
+    vector: str               # that of the 3-vector v
+    lane: type                # the oracle's scalar
+    integer: bool
+    exact: bool               # (the oracle's values are pbc's bit for bit; else: within
+    #                           rounding, and the programs are smooth: derivatives)
+    literals: tuple = ()
+
+    @property
+    def of_k(self):
+        """The lane index as a value of this type."""
+        return 'k' if self.T == 'UInt32' else f'{self.T}(k)'
+
+
+KINDS = {
+    'uint': Kind('UInt32', 'Array3u', LaneU32, True, True,
+                 (0, 1, 2, 3, 5, 7, 100, 0xFFFF, 0xFFFFFFFF)),
+    'int': Kind('Int32', 'Array3i', LaneI32, True, True,
+                (0, 1, -1, 2, -3, 7, 100, -2**31, 2**31 - 1)),
+    'float32': Kind('Float', 'Array3f', LaneF32, False, True),
+    'float': Kind('Float64', 'Array3f64', LaneF64, False, False),
+}
 
 
 def fresh(x):
@@ -322,10 +420,14 @@ class _Freshen(ast.NodeTransformer):
 class Program:
     """A random program (see the module's docstring) drawn from `seed`."""
 
-    def __init__(self, seed, kind='uint', size=6, aliases=True):
+    def __init__(self, seed, kind='uint', size=6, aliases=True, modes=False):
         self.rng, self.kind, self.aliases = random.Random(seed), kind, aliases
         self.lines, self.loops, self.counters = [], 0, []
-        self.T = 'UInt32' if kind == 'uint' else 'Float64'
+        # (modes: each loop, conditional and call gets a mode of its own, symbolic or
+        # evaluated, or none (the flags decide); inside symbolic code, not evaluated)
+        self.modes, self.symbolic = modes, False
+        self.K = KINDS[kind]
+        self.T = self.K.T
         emit = self.lines.append
         emit('def f(a, b, v, lst, d, o, k, acc):')
         emit(f'    s = {self.T}({self.literal()}) + a')
@@ -340,6 +442,9 @@ class Program:
             self.join('y', 'a')
         if alias[1]:
             self.join('z', 'lst[0]')
+        self.has_m = False
+        self.emit(1, f'm = {self.condition()}')
+        self.has_m = True
         self.block(1, size, loop_depth=0, top=True)
         emit('    return ' + self.result())
 
@@ -347,12 +452,12 @@ class Program:
         return '\n'.join(self.lines) + '\n'
 
     def result(self):
-        return '(' + ', '.join(SCALARS) + ', v, lst, d, o)'
+        return '(' + ', '.join(SCALARS) + ', m, v, lst, d, o)'
 
     # -- expressions
     def literal(self):
-        if self.kind == 'uint':
-            return str(self.rng.choice((0, 1, 2, 3, 5, 7, 100, 0xFFFF, 0xFFFFFFFF)))
+        if self.K.integer:
+            return str(self.rng.choice(self.K.literals))
         return f'{self.rng.uniform(-2, 2):.3f}'
 
     def atom(self):
@@ -360,7 +465,7 @@ class Program:
         if r < 0.6:
             return self.rng.choice(PLACES)
         if r < 0.75:
-            return 'k' if self.kind == 'uint' else 'Float64(k)'
+            return self.K.of_k
         return self.literal()
 
     def expr(self, depth=0):
@@ -368,17 +473,22 @@ class Program:
         if depth > 1 or self.rng.random() < 0.35:
             a = self.atom()
             if a[0].isdigit() or a[0] == '-':       # (a literal: an array with k)
-                return f'({a} + k)' if self.kind == 'uint' else f'({a} + Float64(k))'
+                return f'({a} + {self.K.of_k})'
             return a
         x, y = self.expr(depth + 1), self.expr(depth + 1)
-        if self.kind == 'uint':
+        r = self.rng.random()
+        if r < 0.1:
+            return f'pbc.select({self.condition()}, {x}, {y})'
+        if r < 0.2 and self.K.exact:      # (not smooth: not in programs differentiated)
+            return f'pbc.{self.rng.choice(("minimum", "maximum"))}({x}, {y})'
+        if self.K.integer:
             op = self.rng.choice(('+', '-', '*', '&', '|', '^', '//', '%', '<<', '>>'))
             if op in ('//', '%'):
                 y = f'({y} | 1)'
             elif op in ('<<', '>>'):
                 y = f'({y} & 7)'
             return f'({x} {op} {y})'
-        op = self.rng.choice(('+', '-', '*', '/', 'sin', 'cos'))
+        op = self.rng.choice(('+', '-', '*', '/') + (() if self.K.exact else ('sin', 'cos')))
         if op == 'sin':
             return f'pbc.sin({x})'
         if op == 'cos':
@@ -391,11 +501,22 @@ class Program:
 
     def condition(self):
         # (each reads the lane index: a condition that is the same on every lane would run
-        # as plain Python, one branch only, where the oracle's JIT rule assumes both)
-        r, e = self.rng, f'({self.expr(1)} ^ k)'
-        if self.kind == 'uint':
+        # as plain Python, one branch only, where the oracle's JIT rule assumes both; m,
+        # a Bool, does too)
+        r = self.rng
+        if self.has_m and r.random() < 0.1:
+            return r.choice(['m', f'(m {r.choice("&|^")} ({self._condition()}))'])
+        return self._condition()
+
+    def _condition(self):
+        r = self.rng
+        if self.K.integer:
+            e = f'({self.expr(1)} ^ {self.K.of_k})'
             form = r.choice([f'{e} % 3 == {r.randint(0, 2)}', f'({e} & 1) == 0',
                              f'{e} > {r.choice(PLACES)}', f'(k & {r.randint(1, 3)}) != 0'])
+        elif self.K.exact:
+            form = r.choice([f'({self.expr(1)} + {self.K.of_k}) > {r.choice(PLACES)}',
+                             f'{self.expr(1)} < {self.expr(1)}', f'(k & {r.randint(1, 3)}) != 0'])
         else:
             # (conditions on integers only: the programs stay smooth in the floats)
             form = r.choice([f'(k & {r.randint(1, 3)}) != 0', f'k > {r.randint(1, 7)}',
@@ -424,18 +545,26 @@ class Program:
             self.emit(indent, f'v {op}= {self.rng.choice(PLACES + ("v",))}')
         elif r < 0.75 and indent < 5:
             self.if_(indent, size, loop_depth, top)
-        elif r < 0.87 and loop_depth < 2 and indent < 5:
+        elif r < 0.87 and indent < 5 and (loop_depth < 2 or loop_depth == 2 and
+                                          self.rng.random() < 0.3):
             self.while_(indent, size, loop_depth)
         elif r < 0.93 and loop_depth > 0:
             jump = self.rng.choice(('break', 'continue'))
-            self.emit(indent, f'if {self.condition()}:')
+            self.emit(indent, f'if {self.hinted(self.condition())[0]}:')
             self.emit(indent + 1, jump)
         elif r < 0.96 and top and indent == 2:
             self.emit(indent, 'return ' + self.result())
         elif r < 0.975:
             self.call(indent)
-        elif r < 0.99:
+        elif r < 0.985:
             self.scatter_add(indent)
+        elif r < 0.993:
+            op = self.rng.choice(('', '&', '|', '^'))
+            self.emit(indent, f'm {op}= {self.condition()}')
+        elif indent == 1:
+            # (evaluation where nothing records: the values stay)
+            self.emit(indent, f'pbc.{self.rng.choice(("eval", "schedule"))}'
+                              f'({self.rng.choice(PLACES + ("v", "m"))})')
         else:
             self.augmented(indent)
 
@@ -445,29 +574,30 @@ class Program:
         p, q = self.rng.sample(PLACES, 2)
         if self.find(p) == self.find(q):
             return self.augmented(indent)
-        self.emit(indent, f'pbc.switch({self.index()} % 4, CALLS, {p}, {q})')
+        self.emit(indent, f'pbc.switch({self.index()} % 4, CALLS, {p}, {q}{self.mode()[0]})')
 
     def index(self):
-        """A UInt32 expression that varies with the lane (Float64 programs: of integers only,
+        """A UInt32 expression that varies with the lane (float programs: of integers only,
         as their conditions)."""
-        if self.kind == 'uint':
-            return f'({self.expr(1)} ^ k)'
+        if self.K.integer:
+            e = f'({self.expr(1)} ^ {self.K.of_k})'
+            return e if self.T == 'UInt32' else f'UInt32{e}'
         r = self.rng
         return r.choice([f'(k * {r.randint(1, 5)} + {r.randint(0, 8)})'] +
                         [f'(k + {c})' for c in self.counters])
 
     def scatter_add(self, indent):
         """Adds into entries of acc; indices that more lanes (or iterations) share add up."""
-        self.emit(indent, f'pbc.scatter_add(acc, {self.expr()}, {self.index()} % {LANES})')
+        self.emit(indent, f'pbc.scatter_add(acc, {self.expr()}, {self.index()} % len(acc))')
 
     def operators(self):
-        if self.kind == 'uint':
+        if self.K.integer:
             return ('+', '-', '*', '&', '|', '^')
         return ('+', '-', '*')
 
     def augmented(self, indent):
         place = self.rng.choice(PLACES)
-        if self.kind == 'uint':
+        if self.K.integer:
             op = self.rng.choice(('+', '-', '*', '&', '|', '^', '//', '%', '<<', '>>'))
             e = self.expr()
             e = f'({e} | 1)' if op in ('//', '%') else f'({e} & 7)' if op in ('<<', '>>') \
@@ -491,7 +621,7 @@ class Program:
         if e in PLACES:
             if self.aliases and self.alias(indent, place, e):
                 return
-            e = f'({e} + 0)' if self.kind == 'uint' else f'({e} + 0.0)'    # (a new object)
+            e = f'({e} + 0)' if self.K.integer else f'({e} + 0.0)'    # (a new object)
         self.emit(indent, f'{place} = {e}')
 
     def alias(self, indent, a=None, b=None):
@@ -509,40 +639,75 @@ class Program:
         self.emit(indent, f'{a} = {b}')
         return True
 
+    def mode(self):
+        """`, mode=...` for the next region (a loop, conditional or call), and whether it
+        is symbolic (with none given: as the flags say, symbolic by default)."""
+        if not self.modes:
+            return '', True
+        m = self.rng.choice(('symbolic', None) if self.symbolic else
+                            ('symbolic', 'evaluated', None))
+        return ('' if m is None else f', mode={m!r}'), m != 'evaluated'
+
+    def region(self, indent, size, loop_depth, top, symbolic):
+        """The block of a region, symbolic or not."""
+        outer, self.symbolic = self.symbolic, self.symbolic or symbolic
+        self.block(indent, size, loop_depth, top)
+        self.symbolic = outer
+
+    def hinted(self, cond):
+        """cond, as the condition of an `if` (with a mode where programs have them)."""
+        mode, symbolic = self.mode()
+        return (f'pbc.hint({cond}{mode})' if mode else cond), symbolic
+
     def if_(self, indent, size, loop_depth, top):
-        self.emit(indent, f'if {self.condition()}:')
-        self.block(indent + 1, max(1, size // 2), loop_depth, top and indent == 1)
+        size, top = max(1, size // 2), top and indent == 1
+        test, symbolic = self.hinted(self.condition())
+        self.emit(indent, f'if {test}:')
+        self.region(indent + 1, size, loop_depth, top, symbolic)
+        # (an elif is an if in the else branch: inside this conditional)
+        outer, self.symbolic = self.symbolic, self.symbolic or symbolic
         if self.rng.random() < 0.3:
-            self.emit(indent, f'elif {self.condition()}:')
-            self.block(indent + 1, max(1, size // 2), loop_depth, top and indent == 1)
+            test, inner = self.hinted(self.condition())
+            self.emit(indent, f'elif {test}:')
+            self.region(indent + 1, size, loop_depth, top, inner)
+            self.symbolic = self.symbolic or inner
         if self.rng.random() < 0.6:
             self.emit(indent, 'else:')
-            self.block(indent + 1, max(1, size // 2), loop_depth, top and indent == 1)
+            self.region(indent + 1, size, loop_depth, top, False)
+        self.symbolic = outer
 
     def while_(self, indent, size, loop_depth):
         self.loops += 1
         c = f'c{self.loops}'
         self.counters.append(c)
         self.emit(indent, f'{c} = UInt32(0)')
-        bound = self.rng.choice(('3', '(k & 3)', '(k % 4)') if self.kind == 'float' else
-                                ('3', '(k & 3)', f'({self.rng.choice(PLACES)} & 3)'))
-        self.emit(indent, f'while pbc.hint({c} < {bound}, max_iterations={MAX_ITERATIONS}):')
+        place = f'UInt32({self.rng.choice(PLACES)} & 3)' if self.T != 'UInt32' else \
+            f'({self.rng.choice(PLACES)} & 3)'
+        bound = self.rng.choice(('3', '(k & 3)', '(k % 4)') if not self.K.integer else
+                                ('3', '(k & 3)', place))
+        mode, symbolic = self.mode()
+        self.emit(indent, f'while pbc.hint({c} < {bound}, max_iterations={MAX_ITERATIONS}'
+                          f'{mode}):')
         self.emit(indent + 1, f'{c} += 1')
-        self.block(indent + 1, max(1, size // 2), loop_depth + 1)
+        self.region(indent + 1, max(1, size // 2), loop_depth + 1, False, symbolic)
         self.counters.pop()
 
 
 # ---- running it ------------------------------------------------------------------------------
-def inputs(seed, kind):
+def inputs(seed, kind, lanes=LANES):
     """Per lane: the values of a, b, v (3), lst (2), d['p'], o.p, o.q and acc's entry."""
     rng = random.Random(seed)
     if kind == 'uint':
         def draw():
             return rng.choice((0, 1, 2, 3, 7, 100, 12345, 0xFFFFFFFF, rng.getrandbits(32)))
+    elif kind == 'int':
+        def draw():
+            return rng.choice((0, 1, -1, 2, 7, -100, 12345, 2**31 - 1, -2**31,
+                               rng.getrandbits(32) - 2**31))
     else:
         def draw():
             return round(rng.uniform(-1, 1), 3)
-    return [[draw() for _ in range(LANES)] for _ in range(11)]
+    return [[draw() for _ in range(lanes)] for _ in range(11)]
 
 
 def flatten_result(result, Struct_):
@@ -565,13 +730,14 @@ def flatten_result(result, Struct_):
 def run_lanes(source, values, kind):
     """Per lane, the program's result and arguments afterwards (each a list of Python
     numbers; acc's entry last), from plain Python on the lane's scalars."""
-    Scalar = LaneU32 if kind == 'uint' else LaneF64
+    Scalar = KINDS[kind].lane
     Vector, Obj = lane_vector(Scalar), struct_type(Scalar)
-    ns = dict(UInt32=LaneU32, Float64=LaneF64, pbc=_Hint, fresh=fresh, CALLS=CALLS[kind])
+    ns = dict(UInt32=LaneU32, Int32=LaneI32, Float=LaneF32, Float64=LaneF64, pbc=_Hint,
+              fresh=fresh, CALLS=CALLS[kind])
     exec(compile(lane_source(source), '<program>', 'exec'), ns)
     acc = [Scalar(x) for x in values[10]]
     out = []
-    for lane in range(LANES):
+    for lane in range(len(values[0])):
         x = [Scalar(row[lane]) for row in values]
         args = (x[0], x[1], Vector(*x[2:5]), [x[5], x[6]], {'p': x[7]}, Obj(x[8], x[9]),
                 LaneU32(lane), acc)
@@ -589,11 +755,11 @@ def pbc_struct(T):
 def pbc_arguments(values, backend, kind, a=None):
     """The program's arguments as arrays of `backend` (a module of array types), with `a`
     for the first where given."""
-    T = backend.UInt32 if kind == 'uint' else backend.Float64
+    T = getattr(backend, KINDS[kind].T)
     x = [T(row) for row in values]
     x[0] = x[0] if a is None else a
-    v = backend.Array3u(*x[2:5]) if kind == 'uint' else backend.Array3f64(*x[2:5])
-    k = backend.UInt32(list(range(LANES)))
+    v = getattr(backend, KINDS[kind].vector)(*x[2:5])
+    k = backend.UInt32(list(range(len(values[0]))))
     return (x[0], x[1], v, [x[5], x[6]], {'p': x[7]}, pbc_struct(T)(x[8], x[9]), k, x[10])
 
 
@@ -606,12 +772,41 @@ def pbc_outputs(result, args):
 def run_pbc(fn, values, backend, kind):
     """fn (the program under @pbc.syntax) on arrays of `backend`; per lane, as run_lanes."""
     args = pbc_arguments(values, backend, kind)
-    columns = [list(p.numpy()) if hasattr(p, 'numpy') else [p] * LANES
+    lanes = len(values[0])
+    columns = [list(p.numpy()) if hasattr(p, 'numpy') else [p] * lanes
                for p in pbc_outputs(fn(*args), args)]
-    return [[c[lane] if len(c) > 1 else c[0] for c in columns] for lane in range(LANES)]
+    return [[c[lane] if len(c) > 1 else c[0] for c in columns] for lane in range(lanes)]
 
 
-def same(a, b, kind):
-    if kind == 'uint':
+def compile_program(source, path, kind, backend):
+    """The program under @pbc.syntax, over the array types of `backend` (a module), as a
+    function of a file (for @pbc.syntax to read its source)."""
+    with open(path, 'w') as f:
+        f.write(source)
+    ns = dict(UInt32=backend.UInt32, Int32=backend.Int32, Float=backend.Float,
+              Float64=backend.Float64, pbc=pbc, CALLS=CALLS[kind])
+    exec(compile(source, path, 'exec'), ns)
+    return pbc.syntax(ns['f'])
+
+
+def mismatch(want, got, kind):
+    """None, or where the lanes' values `got` (run_pbc) are not `want` (run_lanes)."""
+    for lane, (w, g) in enumerate(zip(want, got)):
+        for i, (x, y) in enumerate(zip(w, g)):
+            if not same(x, y, kind, summed=i == len(w) - 1):      # (acc's entry)
+                return f'lane {lane}, value {i}: plain Python {x}, pbc {y}'
+    return None
+
+
+def same(a, b, kind, summed=False):
+    """Whether the oracle's value a is pbc's b (an integer or float of NumPy's). `summed`:
+    a sum of the lanes' scatter-adds (acc), which pbc adds in another order: float sums
+    agree within rounding only."""
+    if KINDS[kind].integer:
         return int(a) == int(b)
-    return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-9) or (math.isnan(a) and math.isnan(b))
+    if math.isnan(a) and math.isnan(b):
+        return True
+    if KINDS[kind].exact and not summed:
+        return float(a) == float(b)
+    tol = 1e-5 if KINDS[kind].T == 'Float' else 1e-9
+    return math.isclose(a, b, rel_tol=tol, abs_tol=tol)

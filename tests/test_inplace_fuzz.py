@@ -3,15 +3,16 @@
 Each program runs under @pbc.syntax with its loops, conditionals and calls symbolic, evaluated
 and symbolic while another array carries derivatives (the derivative machinery's paths);
 its result and the caller's arguments afterwards must equal those of the same program run
-once per lane in plain Python (`programs.run_lanes`). UInt32 programs must agree exactly;
-Float64 programs within rounding, and their derivatives with respect to the argument `a`,
-forward and reverse mode (loops given max_iterations), must agree with central finite
-differences of the lane-by-lane oracle.
+once per lane in plain Python (`programs.run_lanes`). UInt32, Int32 and Float programs
+must agree exactly; Float64 programs within rounding, and so must the values and the
+derivatives with respect to the argument `a` of runs that differentiate, forward and
+reverse mode (loops given max_iterations): against the Jacobian that central finite
+differences of the lane-by-lane oracle give.
 
 A failure prints the program. PBC_FUZZ_SCALE=k runs k times as many programs; each has a
-time limit (a hang is a failure). `python tests/test_inplace_fuzz.py FIRST COUNT [uint|
-float]` runs seeds FIRST.. outside pytest and prints a line per failing seed (the large
-runs of the closing notes).
+time limit (a hang is a failure). `python tests/test_inplace_fuzz.py FIRST COUNT [KIND
+...]` (kinds of programs.KINDS; uint by default) runs seeds FIRST.. outside pytest and
+prints a line per failing seed (the large runs of the closing notes).
 """
 
 import os
@@ -45,17 +46,6 @@ def _alarm(*_):
     raise Hang(f'the program ran longer than {TIME_LIMIT} s')
 
 
-def compile_program(source, path, kind):
-    """The program as a module-level function of a file (for @pbc.syntax to read its
-    source), under @pbc.syntax."""
-    with open(path, 'w') as f:
-        f.write(source)
-    ns = dict(UInt32=suite_backend.UInt32, Float64=suite_backend.Float64, pbc=pbc,
-              CALLS=programs.CALLS[kind])
-    exec(compile(source, path, 'exec'), ns)
-    return pbc.syntax(ns['f'])
-
-
 def flags(mode):
     sym = mode == 'symbolic'
     return (pbc.scoped_set_flag(pbc.JitFlag.SymbolicLoops, sym),
@@ -73,14 +63,6 @@ def run_mode(fn, values, kind, mode):
         pbc.enable_grad(tracked)
     with a, b, c:
         return programs.run_pbc(fn, values, suite_backend.module, kind)
-
-
-def mismatch(want, got, kind):
-    for lane, (w, g) in enumerate(zip(want, got)):
-        for i, (x, y) in enumerate(zip(w, g)):
-            if not programs.same(x, float(y) if kind == 'float' else int(y), kind):
-                return f'lane {lane}, value {i}: plain Python {x}, pbc {y}'
-    return None
 
 
 def derivatives(fn, values, mode):
@@ -152,9 +134,10 @@ def check(seed, kind, directory, source=None):
     source = source or programs.Program(seed, kind).source()
     values = programs.inputs(seed, kind)
     want = programs.run_lanes(source, values, kind)
-    fn = compile_program(source, os.path.join(directory, f'program_{kind}_{seed}.py'), kind)
+    fn = programs.compile_program(source, os.path.join(directory, f'program_{kind}_{seed}.py'),
+                                  kind, suite_backend.module)
     for mode in MODES + ('tracked',):
-        why = mismatch(want, run_mode(fn, values, kind, mode), kind)
+        why = programs.mismatch(want, run_mode(fn, values, kind, mode), kind)
         if why:
             return f'{mode}: {why}'
     if kind == 'float':
@@ -162,7 +145,7 @@ def check(seed, kind, directory, source=None):
         if np.all(np.isfinite(J)) and np.abs(J).max() < 1e6:
             for mode in MODES:
                 primal, forward, reverse = derivatives(fn, values, mode)
-                why = mismatch(want, primal, kind)
+                why = programs.mismatch(want, primal, kind)
                 if why:
                     return f'{mode}, differentiated: {why}'
                 fd, want_r = wanted(J, forward.shape[1])
@@ -200,6 +183,12 @@ def fuzz(seed, kind, directory):
 @given(st.integers(0, 2**32 - 1))
 def test_uint_programs(tmp_path_factory, seed):
     fuzz(seed, 'uint', tmp_path_factory.getbasetemp())
+
+
+@settings(FUZZ, max_examples=examples(20))
+@given(st.integers(0, 2**32 - 1), st.sampled_from(('int', 'float32')))
+def test_int32_and_float32_programs(tmp_path_factory, seed, kind):
+    fuzz(seed, kind, tmp_path_factory.getbasetemp())
 
 
 @settings(FUZZ, max_examples=examples(15))
