@@ -6,7 +6,7 @@ import dataclasses
 
 import numpy as np
 import pytest
-from suite_backend import PCG32, Array3f, Array3u, Float, TensorXf, UInt32
+from suite_backend import PCG32, Array3f, Array3u, Float, Matrix3f, TensorXf, UInt32
 
 import pbc
 
@@ -487,3 +487,50 @@ def test_derivative_loops_keep_an_object_the_state_holds_under_two_names(mode):
     np.testing.assert_allclose(value, [4, 6, 6])
     np.testing.assert_allclose(forward, [4, 3, 2])
     np.testing.assert_allclose(reverse, [4, 3, 2])
+
+
+@pbc.syntax
+def _matrix_entries(m, k):
+    row = m[1]                          # (a row of m: its entries are m's)
+    i = UInt32(0)
+    while i < k:
+        i += 1
+        if (k & 1) == 1:
+            m[1][2] -= 1.0
+        else:
+            row[0] *= 2.0
+    return m
+
+
+def test_entries_of_a_matrix_change_in_place(mode):
+    k = UInt32(1, 2, 3)
+    m = Matrix3f(1, 2, 3, 4, 5, 6, 7, 8, 9)
+    alias = m
+    _matrix_entries(m, k)
+    got = np.array([[np.broadcast_to(alias[r][c].numpy(), 3) for c in range(3)]
+                    for r in range(3)]).transpose(2, 0, 1)
+    want = np.tile(np.arange(1, 10, dtype=np.float32).reshape(3, 3), (3, 1, 1))
+    want[0, 1, 2] -= 1                  # (k = 1: one iteration, odd)
+    want[1, 1, 0] *= 4                  # (k = 2: two, even)
+    want[2, 1, 2] -= 3                  # (k = 3: three, odd)
+    np.testing.assert_array_equal(got, want)
+
+
+@pbc.syntax
+def _scaled_matrix(x, k):
+    m = Matrix3f(1, 2, 3, 4, 5, 6, 7, 8, 9)
+    i = UInt32(0)
+    while pbc.hint(i < k, max_iterations=4):
+        i += 1
+        m[1][2] *= x                    # (an entry times x, once per iteration)
+    return m[1][2]
+
+
+def test_derivatives_through_a_matrix_entry_changed_in_place(mode):
+    k = UInt32(1, 2, 3)
+    x = np.array([2.0, 0.5, 1.5])
+    value, forward, reverse = _differentiated(lambda x_: _scaled_matrix(x_, k), x)
+    n = np.array([1, 2, 3])
+    np.testing.assert_allclose(value, 6 * x ** n, rtol=1e-6)
+    np.testing.assert_allclose(forward, 6 * n * x ** (n - 1), rtol=1e-6)
+    np.testing.assert_allclose(reverse, 6 * n * x ** (n - 1), rtol=1e-6)
