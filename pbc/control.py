@@ -472,6 +472,15 @@ def _record(state, arrays, build, cond, body, names, width, fixed, strict, assum
             k = wide[0]
             raise SizeError(_size_change(state, names, k, arrays[k], new_arrays[k], width,
                                          k in fixed))
+        # (an array from outside changed in place to a wider value: `t = UInt32(5)` before
+        # a loop of width 1 whose body adds an argument of a call's lanes to it)
+        grown = {len(x) for x in hidden} - {1, width}
+        if grown and width == 1 and len(grown) == 1:
+            raise _Retry(grown.pop(), fixed)
+        if grown:
+            raise SizeError(f'pbc.while_loop: the loop body changes in place an array from '
+                            f'outside its state to width {max(grown)} (the loop\'s width is '
+                            f'{width})')
         effects = _runtime.loop_effect_width(start)
         if effects > width:
             if width != 1:

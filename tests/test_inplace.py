@@ -534,3 +534,22 @@ def test_derivatives_through_a_matrix_entry_changed_in_place(mode):
     np.testing.assert_allclose(value, 6 * x ** n, rtol=1e-6)
     np.testing.assert_allclose(forward, 6 * n * x ** (n - 1), rtol=1e-6)
     np.testing.assert_allclose(reverse, 6 * n * x ** (n - 1), rtol=1e-6)
+
+
+def _add_to(x, y):
+    x += y
+
+
+@pbc.syntax
+def _call_widens_a_literal(k):
+    t = UInt32(5)                       # (one lane, as is the loop's state)
+    i = UInt32(0)
+    while i < 3:
+        i += 1
+        pbc.switch(k % 2, [_add_to], t, UInt32(7))   # (t takes each calling lane's value)
+    return t
+
+
+def test_a_loop_widens_an_array_its_body_changes_in_place_through_a_call(mode):
+    # (a symbolic loop of width 1 kept t at width 1: every lane got lane 0's value)
+    assert _call_widens_a_literal(pbc.arange(UInt32, 4)).numpy().tolist() == [26, 5, 26, 5]
