@@ -242,10 +242,11 @@ class _OutsideTracked(Exception):
 
 
 def _tracked_loop(state, cond, body, names, c, strict, max_iterations):
-    """A symbolic loop while derivatives may flow (pbc/ad/loop.py). Arrays from outside its
-    state that the body changes in place and that carry derivatives become state too, a
-    tuple after the user's: the condition and body see them in the arrays themselves
-    (docs/semantics.md, rule 2), and the loop's node links the values they end with."""
+    """A symbolic loop while derivatives may flow (pbc/ad/loop.py). Float arrays from outside
+    its state that the body changes in place become state too, a tuple after the user's:
+    the condition and body see them in the arrays themselves (docs/semantics.md, rule 2),
+    and the loop's node links the values they end with, derivatives they had before or got
+    in the body alike."""
     outside = []
     for _ in range(len(flatten(state)[0]) + 8):
         if outside:
