@@ -695,3 +695,32 @@ def test_reverse_mode_through_an_evaluated_loop_without_scatters_stays_one_kerne
     expected = np.prod(factors, axis=0) * sum(np.cos(x0 + i) / f for i, f in enumerate(factors))
     np.testing.assert_allclose(got, expected, rtol=1e-10)
     assert len(kernels) == 1 and kernels[0]['outputs'] == 1
+
+
+@pbc.syntax
+def _three_loops_reading_the_outer(a):
+    y = a
+    v = Float64(1.0)
+    i = UInt32(0)
+    while pbc.hint(i < 2, max_iterations=4):
+        i += 1
+        j = UInt32(0)
+        while pbc.hint(j < 2, max_iterations=4):
+            j += 1
+            k = UInt32(0)
+            while pbc.hint(k < 2, max_iterations=4):
+                k += 1
+                v = v * y                   # (y: made by the outermost loop's body)
+        y = y * 0.5
+    return v
+
+
+def test_reverse_mode_through_three_nested_loops():
+    # (the innermost loop's derivative added y's gradient to what the middle one's gathers,
+    # from inside its own body: "a value computed inside a symbolic loop body is used
+    # outside of it")
+    a = Float64(0.9, 1.1)
+    pbc.enable_grad(a)
+    pbc.backward(_three_loops_reading_the_outer(a))
+    x = np.array([0.9, 1.1])
+    np.testing.assert_allclose(pbc.grad(a).numpy(), x ** 7 / 2, rtol=1e-6)   # (a^8 / 16)'

@@ -469,8 +469,10 @@ def _reverse(op, grads, scattered):
     UInt32 = _runtime.class_for(values[0], 'uint32')
     states = _StatesInMemory(values, width, n) if enclosing is None else \
         _StatesInLanes(values, n)
+    # (made in a body being recorded: that of an enclosing loop's derivative, or of one
+    # around it, whose own code must add their gradients, not this loop's)
     local = [] if enclosing is None else \
-        [m for m in op.implicit if _runtime.ad_serial_of(m) >= enclosing.serial]
+        [m for m in op.implicit if _runtime.ad_serial_of(m) >= propagate.outermost_serial()]
 
     def store(x, k, kept):
         states.keep(kept)

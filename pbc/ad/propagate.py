@@ -96,6 +96,12 @@ def body_leave():
     return _bodies.pop().sinks
 
 
+def outermost_serial():
+    """The serial number of the outermost body being recorded (nodes from it on are made
+    inside one)."""
+    return _bodies[0].serial
+
+
 def in_body():
     """The _Body of the innermost recording, where that is a symbolic loop's body or a
     symbolic call's target (None elsewhere)."""
@@ -118,10 +124,12 @@ def accumulate(node, g, wide=False, defer=False):
     too, for _sum_lanes to sum once the traversal ends. Inside a loop body, a node from
     outside it gets g through a sink (see _Body)."""
     if _bodies and _runtime.ad_serial_of(node) < _bodies[-1].serial:
-        # (the outermost body the node is outside of: its sink is read once that loop is
+        # (a node the innermost body gathers itself: a nested loop's derivative; else the
+        # outermost body the node is outside of: its sink is read once that loop is
         # recorded, outside every loop that wrote it)
         serial = _runtime.ad_serial_of(node)
-        body = next(b for b in _bodies if serial < b.serial)
+        inner = _bodies[-1]
+        body = inner if node in inner.collect else next(b for b in _bodies if serial < b.serial)
         if node in body.collect:
             _collect(body, node, g)
         else:
