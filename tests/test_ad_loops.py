@@ -724,3 +724,31 @@ def test_reverse_mode_through_three_nested_loops():
     pbc.backward(_three_loops_reading_the_outer(a))
     x = np.array([0.9, 1.1])
     np.testing.assert_allclose(pbc.grad(a).numpy(), x ** 7 / 2, rtol=1e-6)   # (a^8 / 16)'
+
+
+@pbc.syntax
+def _branch_in_the_third_loop(a):
+    v = Float64(0.0)
+    i = UInt32(0)
+    while pbc.hint(i < 2, max_iterations=4):
+        i += 1
+        j = UInt32(0)
+        while pbc.hint(j < 2, max_iterations=4):
+            j += 1
+            if a > 0:
+                k = UInt32(0)
+                while pbc.hint(k < 2, max_iterations=4):
+                    k += 1
+                    v += pbc.select(j == 1, a, a * 2)      # (j: the middle loop's state)
+    return v
+
+
+@pytest.mark.xfail(strict=True, raises=RuntimeError,
+                   reason='open: the forward derivative of the innermost loop is recorded '
+                          'where the middle loop\'s state it read is out of scope')
+def test_forward_mode_through_a_branch_in_the_third_of_three_nested_loops():
+    a = Float64(0.5, 1.5)
+    pbc.enable_grad(a)
+    pbc.set_grad(a, 1.0)
+    v = _branch_in_the_third_loop(a)
+    np.testing.assert_allclose(pbc.forward_to(v).numpy(), [12, 12])   # (2 * (2 + 4))
