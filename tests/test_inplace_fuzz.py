@@ -109,16 +109,17 @@ def _outputs(fn, a, values):
             for p in programs.pbc_outputs(fn(*args), args)]
 
 
-def finite_differences(source, values):
-    """d(outputs)/da by central differences of the lane-by-lane oracle: per lane m, output
-    j and lane l of a, J[m, j, l] (lanes scatter-add into acc: an output reads others' a)."""
+def finite_differences(source, values, h=H):
+    """d(outputs)/da by central differences (step h) of the lane-by-lane oracle: per lane
+    m, output j and lane l of a, J[m, j, l] (lanes scatter-add into acc: an output reads
+    others' a)."""
     out = []
     for lane in range(programs.LANES):
         up, down = ([list(values[0])] + values[1:] for _ in range(2))
-        up[0][lane] += H
-        down[0][lane] -= H
+        up[0][lane] += h
+        down[0][lane] -= h
         hi, lo = (np.array(programs.run_lanes(source, v, 'float')) for v in (up, down))
-        out.append((hi - lo) / (2 * H))
+        out.append((hi - lo) / (2 * h))
     return np.stack(out, axis=-1)
 
 
@@ -149,17 +150,30 @@ def check(seed, kind, directory, source=None):
                 why = programs.mismatch(want, primal, kind)
                 if why:
                     return f'{mode}, differentiated: {why}'
-                fd, want_r = wanted(J, forward.shape[1])
-                bad = np.argwhere(np.abs(forward - fd) > 1e-5 * (1 + np.abs(fd)))
-                if len(bad):
-                    lane, i = bad[0]
-                    return (f'{mode}, forward mode: lane {lane}, output {i}: d/da '
-                            f'{forward[lane, i]}, finite differences {fd[lane, i]}')
-                bad = np.argwhere(np.abs(reverse - want_r) > 1e-5 * (1 + np.abs(want_r)))
-                if len(bad):
-                    lane = bad[0][0]
-                    return (f'{mode}, reverse mode: lane {lane}: gradient {reverse[lane]}, '
-                            f'finite differences {want_r[lane]}')
+                why = _derivatives_differ(forward, reverse, J)
+                if why:
+                    # (the differences' own error grows with the curvature: a program whose
+                    # derivatives reach 1e5 needs a smaller step to tell)
+                    why = _derivatives_differ(forward, reverse,
+                                              finite_differences(source, values, H / 10))
+                if why:
+                    return f'{mode}, {why}'
+    return None
+
+
+def _derivatives_differ(forward, reverse, J):
+    """None, or where forward and reverse mode (`derivatives`) are not the Jacobian J."""
+    fd, want_r = wanted(J, forward.shape[1])
+    bad = np.argwhere(np.abs(forward - fd) > 1e-5 * (1 + np.abs(fd)))
+    if len(bad):
+        lane, i = bad[0]
+        return (f'forward mode: lane {lane}, output {i}: d/da {forward[lane, i]}, finite '
+                f'differences {fd[lane, i]}')
+    bad = np.argwhere(np.abs(reverse - want_r) > 1e-5 * (1 + np.abs(want_r)))
+    if len(bad):
+        lane = bad[0][0]
+        return f'reverse mode: lane {lane}: gradient {reverse[lane]}, finite differences ' \
+            f'{want_r[lane]}'
     return None
 
 
