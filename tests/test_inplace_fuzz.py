@@ -151,11 +151,12 @@ def check(seed, kind, directory, source=None):
                 if why:
                     return f'{mode}, differentiated: {why}'
                 why = _derivatives_differ(forward, reverse, J)
-                if why:
-                    # (the differences' own error grows with the curvature: a program whose
-                    # derivatives reach 1e5 needs a smaller step to tell)
-                    why = _derivatives_differ(forward, reverse,
-                                              finite_differences(source, values, H / 10))
+                # (the differences' own error grows with the curvature: a program whose
+                # derivatives reach 1e4 may need steps down to 1e-9 to tell)
+                for h in (H / 10, H / 100, H / 1000):
+                    if why:
+                        why = _derivatives_differ(forward, reverse,
+                                                  finite_differences(source, values, h))
                 if why:
                     return f'{mode}, {why}'
     return None
