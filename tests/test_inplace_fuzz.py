@@ -151,9 +151,10 @@ def check(seed, kind, directory, source=None):
                 if why:
                     return f'{mode}, differentiated: {why}'
                 why = _derivatives_differ(forward, reverse, J)
-                # (the differences' own error grows with the curvature: a program whose
-                # derivatives reach 1e4 may need steps down to 1e-9 to tell)
-                for h in (H / 10, H / 100, H / 1000):
+                # (the differences' own error grows with the curvature, and their rounding
+                # with large values that cancel: a program may need steps from 1e-5 down to
+                # 1e-9 to tell)
+                for h in (H * 10, H / 10, H / 100, H / 1000):
                     if why:
                         why = _derivatives_differ(forward, reverse,
                                                   finite_differences(source, values, h))
