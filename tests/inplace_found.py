@@ -372,4 +372,23 @@ def f(a, b, v, lst, d, o, k, acc):
         o.q = o.p
     return (a, b, s, t, y, z, v, lst, d, o)
 ''',
+    # (a scatter-add of y = a in a loop whose body then changes a in place: the derivative
+    # read the value's tangent after the change)
+    572555: '''\
+def f(a, b, v, lst, d, o, k, acc):
+    s = Float64(-1.657) + a
+    t = Float64(1.878)
+    y = a
+    z = lst[0]
+    m = (k % 3) == 0
+    c1 = UInt32(0)
+    while pbc.hint(c1 < (k % 4), max_iterations=8):
+        c1 += 1
+        pbc.scatter_add(acc, y, (k * 1 + 6) % len(acc))
+        if (k & 1) != 0:
+            v += v.y
+        elif (c1 + k) % 3 == 2:
+            a /= (1.5 + v.y * v.y)
+    return (a, b, s, t, y, z, m, v, lst, d, o)
+''',
 }

@@ -85,6 +85,11 @@ def noting_scatters():
         _noting.pop()
 
 
+def _as_now(x):
+    """A new array object of x's variable and derivatives (anything else as it is)."""
+    return type(x)(x) if isinstance(x, ArrayBase) and x.index else x
+
+
 def _scatter_hook(target, value, index, active, reduce, primal):
     """See _runtime.set_symbolic_scatter_hook: True where noting_scatters() takes this
     scatter (with `primal`, it is being recorded; else a derivative runs the body again):
@@ -92,7 +97,9 @@ def _scatter_hook(target, value, index, active, reduce, primal):
     if reduce != 1 or propagate.in_body() is None or \
             len(_noting) != _runtime.recording_depth():
         return False
-    _noting[-1].scatters.append((target, value, index, active))
+    # (the value, index and lanes as they are now: code after the scatter may change the
+    # objects in place, `y = a`, scatter_add(acc, y, i), then `a /= 2`)
+    _noting[-1].scatters.append((target, *[_as_now(x) for x in (value, index, active)]))
     for noted in _noting:
         noted.below[id(target)] = target
     return True
