@@ -50,6 +50,7 @@ of its result and of the caller's argument objects afterwards.
 
 import ast
 import dataclasses
+import functools
 import math
 import random
 
@@ -730,6 +731,12 @@ def flatten_result(result, Struct_):
     return out
 
 
+@functools.lru_cache(maxsize=4)
+def _lane_code(source):
+    """The code of the lane-by-lane program (the finite differences run it many times)."""
+    return compile(lane_source(source), '<program>', 'exec')
+
+
 def run_lanes(source, values, kind):
     """Per lane, the program's result and arguments afterwards (each a list of Python
     numbers; acc's entry last), from plain Python on the lane's scalars."""
@@ -737,7 +744,7 @@ def run_lanes(source, values, kind):
     Vector, Obj = lane_vector(Scalar), struct_type(Scalar)
     ns = dict(UInt32=LaneU32, Int32=LaneI32, Float=LaneF32, Float64=LaneF64, pbc=_Hint,
               fresh=fresh, CALLS=CALLS[kind])
-    exec(compile(lane_source(source), '<program>', 'exec'), ns)
+    exec(_lane_code(source), ns)
     acc = [Scalar(x) for x in values[10]]
     out = []
     for lane in range(len(values[0])):

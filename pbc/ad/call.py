@@ -274,7 +274,7 @@ def merge_lanes(outs, parts):
         sources = [(lanes, n) for lanes, n in sources if n]
         if sources:
             op = LaneMerge(type(out), len(out), sources)
-            (op.output,) = _runtime.ad_custom(op, [n for _, n in sources], [out])
+            (op.output,) = propagate.custom_node(op, [n for _, n in sources], [out])
 
 
 class LaneMerge:

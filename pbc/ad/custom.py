@@ -15,7 +15,7 @@ import inspect
 from .. import _runtime, tree
 from .._runtime import ArrayBase
 from .api import accum_grad, detach, grad
-from .propagate import accumulate
+from .propagate import accumulate, custom_node
 
 
 class CustomOp:
@@ -145,6 +145,6 @@ def _link(op, args, kwargs, output, implicit):
     if inputs and linked:
         for a in more:
             _runtime.ad_disable(a)
-        weak = iter(_runtime.ad_custom(op, inputs, linked))
+        weak = iter(custom_node(op, inputs, linked))
         op._out_nodes = [next(weak) if _float(a) else (0, 0) for a in leaves]
     return build(leaves)

@@ -187,7 +187,7 @@ def link(op, sources, results, scattered, nested):
         _runtime.ad_disable(a)
     op.nested = nested
     try:
-        return _runtime.ad_custom(op, sources, results + scattered +
+        return propagate.custom_node(op, sources, results + scattered +
                                   (nested.take_token() if nested else []))
     finally:
         del held

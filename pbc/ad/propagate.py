@@ -37,6 +37,7 @@ class _Body:
     def __init__(self, depth, resume):
         self.depth, self.serial, self.sinks = depth, _runtime.ad_serial_now(), {}
         self.resume = resume
+        self.open = True            # (until the recording ends: see custom_node)
         # node -> its gradient so far: nodes whose contributions the code recording the
         # body gathers itself (a nested loop's derivative, as loop state), not in sinks
         self.collect = {}
@@ -72,6 +73,7 @@ def body_end(recorded):
     (a body that propagated gradients itself: backward_from inside the loop) a backward
     traversal goes on from them, as it would have without the loop in between."""
     body = _bodies.pop()
+    body.open = False
     if recorded:
         add_sinks([body.sinks], body.resume)
 
@@ -93,7 +95,28 @@ def add_sinks(sinks, resume):
 def body_leave():
     """Called as the body of a symbolic call's target ends: its sinks (node -> Spread), for
     the caller to add once the whole call is recorded (pbc/ad/call.py)."""
-    return _bodies.pop().sinks
+    body = _bodies.pop()
+    body.open = False
+    return body.sinks
+
+
+def custom_node(op, sources, results):
+    """The AD node of custom op `op` (a loop's, a call's, the user's), from the nodes
+    `sources` to new nodes of the arrays `results`; returns their (node, serial) pairs.
+    The op notes the bodies being recorded as it is made: once one of them has ended, the
+    op is code of that body, whose derivatives are those of the enclosing loop's or call's
+    own op (which records the body again, with ops of its own), or of no kernel (a
+    recording given up: the loop's state turned out to carry derivatives, its width grew,
+    an error). Traversals pass it by: its nodes may outlive the body (an array that a
+    later derivative restores, local.Closures), but its derivative would read the body's
+    values where the body is closed."""
+    op._pbc_within = tuple(_bodies)
+    return _runtime.ad_custom(op, sources, results)
+
+
+def _closed(op):
+    """Whether a body being recorded as `op` was made has ended (see custom_node)."""
+    return not all(b.open for b in op._pbc_within)
 
 
 def outermost_serial():
@@ -250,7 +273,8 @@ def traverse(starts, backward, toward_inputs, flags, since=0):
         if _runtime.ad_rule_of(n) == CUSTOM:
             carrying = [] if backward else [s for s in srcs
                                             if s and _runtime.ad_grad(s) is not None]
-            if (backward or carrying) and _runtime.ad_view(n).payload._propagate(backward):
+            op = _runtime.ad_view(n).payload
+            if (backward or carrying) and not _closed(op) and op._propagate(backward):
                 propagated.update(carrying)
             for out in read_by.pop(n, ()):
                 passed_on(out)
