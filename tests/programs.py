@@ -23,10 +23,7 @@ scatter-add into. Its statements are what users write, not only expressions:
   object: an in-place change through one is seen through the other);
 * `if`/`elif`/`else` on lane-varying conditions (of `m` too), nested;
 * bounded `while` loops (a counter stepped first in the body, so that `continue` is safe)
-  with `break` and `continue` under conditions, nested up to three deep (two in Float64
-  programs: forward mode through a conditional in the innermost of three nested symbolic
-  loops that reads the middle one's state fails to record, an open bug of pbc/ad/ that
-  test_ad_loops.py records);
+  with `break` and `continue` under conditions, nested up to three deep;
 * early `return` from the function's top-level conditionals;
 * calls (`pbc.switch` over CALLS) whose targets change an argument in place; an index
   of 3 calls nothing;
@@ -550,7 +547,7 @@ class Program:
         elif r < 0.75 and indent < 5:
             self.if_(indent, size, loop_depth, top)
         elif r < 0.87 and indent < 5 and (loop_depth < 2 or loop_depth == 2 and
-                                          self.kind != 'float' and self.rng.random() < 0.3):
+                                          self.rng.random() < 0.3):
             self.while_(indent, size, loop_depth)
         elif r < 0.93 and loop_depth > 0:
             jump = self.rng.choice(('break', 'continue'))
