@@ -25,8 +25,10 @@ scatter-add into. Its statements are what users write, not only expressions:
 * bounded `while` loops (a counter stepped first in the body, so that `continue` is safe)
   with `break` and `continue` under conditions, nested up to three deep;
 * early `return` from the function's top-level conditionals;
-* calls (`pbc.switch` over CALLS) whose targets change an argument in place; an index
-  of 3 calls nothing;
+* calls (`pbc.switch`) whose targets change an argument in place: over CALLS, and in
+  half the programs over three targets of their own (`Target`: statements, conditionals,
+  loops and calls over CALLS, on the arguments and a local); an index of 3 calls nothing
+  (a result assigned from it is zero there);
 * `pbc.scatter_add(acc, e, index)`: lanes add into one another's entries (in any order:
   the sum is the same but for float rounding), also in loops, branches and calls' lanes;
 * `pbc.eval(x)` and `pbc.schedule(x)` where nothing records.
@@ -262,9 +264,15 @@ class _Hint:
         return value
 
     @staticmethod
+    def syntax(fn):
+        return fn
+
+    @staticmethod
     def switch(index, targets, *args, mode=None):
         i = _value(index)
-        return targets[i](*args) if i < len(targets) else None
+        if i < len(targets):
+            return targets[i](*args)
+        return type(args[0])(0)         # (no target: zeros, as pbc's)
 
     @staticmethod
     def scatter_add(target, value, index):
@@ -370,11 +378,13 @@ def lane_source(source):
     every lane, and a loop's body starts each iteration with new objects for the places it
     assigns. (A JIT statement runs all lanes at once: after it, a place assigned on some
     lanes cannot be the same object on the others.) Everything else is Python's meaning."""
-    fdef = ast.parse(source).body[0]
-    _, declared = function_locals(fdef)
-    Lowerer('<program>', set(declared), True).function(fdef)
-    fdef = _Freshen().visit(fdef)
-    return ast.unparse(ast.fix_missing_locations(ast.Module([fdef], []))) + '\n'
+    fdefs = ast.parse(source).body
+    for i, fdef in enumerate(fdefs):
+        fdef.decorator_list = []
+        _, declared = function_locals(fdef)
+        Lowerer('<program>', set(declared), True).function(fdef)
+        fdefs[i] = _Freshen().visit(fdef)
+    return ast.unparse(ast.fix_missing_locations(ast.Module(fdefs, []))) + '\n'
 
 
 def _assigned_places(stmts):
@@ -421,15 +431,22 @@ class _Freshen(ast.NodeTransformer):
 class Program:
     """A random program (see the module's docstring) drawn from `seed`."""
 
-    def __init__(self, seed, kind='uint', size=6, aliases=True, modes=False):
+    def __init__(self, seed, kind='uint', size=6, aliases=True, modes=False, calls=True):
         self.rng, self.kind, self.aliases = random.Random(seed), kind, aliases
         self.lines, self.loops, self.counters = [], 0, []
+        self.places, self.whole = PLACES, ('v',)      # (whole: the vector, as one place)
+        self.targets, self.deep = None, 2       # (deep: loops nest freely up to this depth)
         # (modes: each loop, conditional and call gets a mode of its own, symbolic or
         # evaluated, or none (the flags decide); inside symbolic code, not evaluated)
         self.modes, self.symbolic = modes, False
         self.K = KINDS[kind]
         self.T = self.K.T
         emit = self.lines.append
+        if calls and self.rng.random() < 0.5:
+            self.targets = [Target(self.rng, kind, aliases, modes, f'g{i}', size)
+                            for i in range(3)]
+            for g in self.targets:
+                self.lines += g.lines
         emit('def f(a, b, v, lst, d, o, k, acc):')
         emit(f'    s = {self.T}({self.literal()}) + a')
         emit(f'    t = {self.T}({self.literal()})')
@@ -464,7 +481,7 @@ class Program:
     def atom(self):
         r = self.rng.random()
         if r < 0.6:
-            return self.rng.choice(PLACES)
+            return self.rng.choice(self.places)
         if r < 0.75:
             return self.K.of_k
         return self.literal()
@@ -514,9 +531,9 @@ class Program:
         if self.K.integer:
             e = f'({self.expr(1)} ^ {self.K.of_k})'
             form = r.choice([f'{e} % 3 == {r.randint(0, 2)}', f'({e} & 1) == 0',
-                             f'{e} > {r.choice(PLACES)}', f'(k & {r.randint(1, 3)}) != 0'])
+                             f'{e} > {r.choice(self.places)}', f'(k & {r.randint(1, 3)}) != 0'])
         elif self.K.exact:
-            form = r.choice([f'({self.expr(1)} + {self.K.of_k}) > {r.choice(PLACES)}',
+            form = r.choice([f'({self.expr(1)} + {self.K.of_k}) > {r.choice(self.places)}',
                              f'{self.expr(1)} < {self.expr(1)}', f'(k & {r.randint(1, 3)}) != 0'])
         else:
             # (conditions on integers only: the programs stay smooth in the floats)
@@ -534,6 +551,8 @@ class Program:
             self.statement(indent, size, loop_depth, top)
 
     def statement(self, indent, size, loop_depth, top):
+        if self.targets and self.rng.random() < 0.03:
+            return self.call(indent)
         r = self.rng.random()
         if r < 0.3:
             self.augmented(indent)
@@ -541,13 +560,13 @@ class Program:
             self.assignment(indent)
         elif r < 0.55 and self.aliases and self.alias(indent):
             pass
-        elif r < 0.6:
+        elif r < 0.6 and self.whole:
             op = self.rng.choice(self.operators())
-            self.emit(indent, f'v {op}= {self.rng.choice(PLACES + ("v",))}')
+            self.emit(indent, f'v {op}= {self.rng.choice(self.places + self.whole)}')
         elif r < 0.75 and indent < 5:
             self.if_(indent, size, loop_depth, top)
-        elif r < 0.87 and indent < 5 and (loop_depth < 2 or loop_depth == 2 and
-                                          self.rng.random() < 0.3):
+        elif r < 0.87 and indent < 5 and (loop_depth < self.deep or loop_depth == self.deep
+                                          and self.rng.random() < 0.3):
             self.while_(indent, size, loop_depth)
         elif r < 0.93 and loop_depth > 0:
             jump = self.rng.choice(('break', 'continue'))
@@ -557,12 +576,12 @@ class Program:
             self.emit(indent, 'return ' + self.result())
         elif r < 0.975:
             self.call(indent)
-        elif r < 0.985:
+        elif r < 0.985 and self.whole:
             self.scatter_add(indent)
-        elif r < 0.993:
+        elif r < 0.993 and self.has_m:
             op = self.rng.choice(('', '&', '|', '^'))
             self.emit(indent, f'm {op}= {self.condition()}')
-        elif indent == 1:
+        elif indent == 1 and self.whole:
             # (evaluation where nothing records: the values stay)
             self.emit(indent, f'pbc.{self.rng.choice(("eval", "schedule"))}'
                               f'({self.rng.choice(PLACES + ("v", "m"))})')
@@ -570,12 +589,23 @@ class Program:
             self.augmented(indent)
 
     def call(self, indent):
-        """pbc.switch over CALLS (targets that change an argument in place) on two places
-        that cannot be one object (a target gets each argument as an object of its own)."""
-        p, q = self.rng.sample(PLACES, 2)
+        """pbc.switch on two places that cannot be one object (a target gets each argument
+        as an object of its own): over CALLS (targets that change an argument in place),
+        or over the program's own targets (their result assigned to a place, or not)."""
+        p, q = self.rng.sample(self.places, 2)
         if self.find(p) == self.find(q):
             return self.augmented(indent)
-        self.emit(indent, f'pbc.switch({self.index()} % 4, CALLS, {p}, {q}{self.mode()[0]})')
+        if not self.targets or self.rng.random() < 0.3:
+            self.emit(indent, f'pbc.switch({self.index()} % 4, CALLS, {p}, {q}'
+                              f'{self.mode()[0]})')
+            return
+        names = ', '.join(g.name for g in self.targets)
+        call = f'pbc.switch({self.index()} % 4, ({names}), {p}, {q}, k{self.mode()[0]})'
+        if self.rng.random() < 0.5:
+            self.emit(indent, call)
+            return
+        # (the result is a new object: the targets return expressions, not arguments)
+        self.emit(indent, f'{self.rng.choice(self.places)} = {call}')
 
     def index(self):
         """A UInt32 expression that varies with the lane (float programs: of integers only,
@@ -597,7 +627,7 @@ class Program:
         return ('+', '-', '*')
 
     def augmented(self, indent):
-        place = self.rng.choice(PLACES)
+        place = self.rng.choice(self.places)
         if self.K.integer:
             op = self.rng.choice(('+', '-', '*', '&', '|', '^', '//', '%', '<<', '>>'))
             e = self.expr()
@@ -618,8 +648,8 @@ class Program:
         self.group[self.find(p)] = self.find(q)
 
     def assignment(self, indent):
-        place, e = self.rng.choice(PLACES), self.expr()
-        if e in PLACES:
+        place, e = self.rng.choice(self.places), self.expr()
+        if e in self.places:
             if self.aliases and self.alias(indent, place, e):
                 return
             e = f'({e} + 0)' if self.K.integer else f'({e} + 0.0)'    # (a new object)
@@ -631,7 +661,7 @@ class Program:
         object, where the oracle's rule (lane_source) makes every place the statement
         assigns a new object."""
         if a is None:
-            a, b = self.rng.sample(PLACES, 2)
+            a, b = self.rng.sample(self.places, 2)
         if a in COMPONENTS:       # (storing into a component copies: not an alias)
             a, b = b, a
         if a == b or (indent > 1 and self.find(a) == self.find(b)):
@@ -682,8 +712,8 @@ class Program:
         c = f'c{self.loops}'
         self.counters.append(c)
         self.emit(indent, f'{c} = UInt32(0)')
-        place = f'UInt32({self.rng.choice(PLACES)} & 3)' if self.T != 'UInt32' else \
-            f'({self.rng.choice(PLACES)} & 3)'
+        place = f'UInt32({self.rng.choice(self.places)} & 3)' if self.T != 'UInt32' else \
+            f'({self.rng.choice(self.places)} & 3)'
         bound = self.rng.choice(('3', '(k & 3)', '(k % 4)') if not self.K.integer else
                                 ('3', '(k & 3)', place))
         mode, symbolic = self.mode()
@@ -692,6 +722,31 @@ class Program:
         self.emit(indent + 1, f'{c} += 1')
         self.region(indent + 1, max(1, size // 2), loop_depth + 1, False, symbolic)
         self.counters.pop()
+
+
+class Target(Program):
+    """A call target of a program, `@pbc.syntax def name(x, y, k)`: statements over its
+    arguments x and y (which it may change in place: then the caller's objects change)
+    and a local w (or an alias of one of them), with conditionals, loops (two deep, inside
+    those of the call) and calls over CALLS; it returns a new object. Its regions are never
+    evaluated by request: a symbolic call records it."""
+
+    def __init__(self, rng, kind, aliases, modes, name, size):
+        self.rng, self.kind, self.aliases, self.name = rng, kind, aliases, name
+        self.lines, self.loops, self.counters = [], 0, []
+        self.places, self.whole, self.targets, self.deep = ('x', 'y', 'w'), (), None, 1
+        self.modes, self.symbolic, self.has_m = modes, True, False
+        self.K = KINDS[kind]
+        self.T = self.K.T
+        self.group = {p: p for p in self.places}
+        self.lines += ['@pbc.syntax', f'def {name}(x, y, k):']
+        if aliases and self.rng.random() < 0.3:
+            self.alias(1, 'w', self.rng.choice(('x', 'y')))
+        else:
+            self.emit(1, f'w = {self.T}({self.literal()}) + y')
+        self.block(1, max(1, size // 2), loop_depth=0)
+        e = self.expr()
+        self.emit(1, 'return ' + (f'({e} + 0)' if e in self.places else e))
 
 
 # ---- running it ------------------------------------------------------------------------------
