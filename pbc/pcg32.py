@@ -28,21 +28,32 @@ class PCG32Base:
             value = T(value)
         object.__setattr__(self, name, value)
 
+    def _set(self, name, value):
+        """The field `name` takes `value` in place: a draw changes the generator's arrays
+        themselves, so that every name bound to them, and the caller of a function that
+        draws (a loop body's, a branch's, a call target's), sees the new state (as the
+        fields of Dr.Jit's PCG32 do, which its draws assign)."""
+        field = self.__dict__.get(name)
+        if field is None:
+            setattr(self, name, value)          # (a new generator)
+        else:
+            field._assign(type(field)(value))
+
     def seed(self, initstate=DEFAULT_STATE, initseq=DEFAULT_STREAM):
         """O'Neill's pcg32_srandom_r: state 0, inc = 2*initseq + 1, step, add initstate, step."""
         U = self.UInt64
-        self.state = U(0)
-        self.inc = (U(initseq) << 1) | 1
+        self._set('state', U(0))
+        self._set('inc', (U(initseq) << 1) | 1)
         self.next_uint32()
-        self.state = self.state + U(initstate)
+        self._set('state', self.state + U(initstate))
         self.next_uint32()
 
     def next_uint32(self, mask=True):
         """The next 32 random bits of every lane (lanes where `mask` is False do not advance
         and give 0)."""
-        old = self.state
+        old = type(self.state)(self.state)      # (the state changes in place below)
         new = old * MULT + self.inc
-        self.state = new if mask is True else select(mask, new, old)
+        self._set('state', new if mask is True else select(mask, new, old))
         xorshifted = self.UInt32(((old >> 18) ^ old) >> 27)
         rot = self.UInt32(old >> 59)
         out = (xorshifted >> rot) | (xorshifted << ((0 - rot) & 31))
@@ -73,7 +84,7 @@ class PCG32Base:
         rng, result, _ = while_loop((self, self.UInt32(0), self.Bool(True) & mask),
                                     lambda rng, result, pending: pending, body,
                                     labels=('rng', 'result', 'pending'))
-        self.state = rng.state
+        self._set('state', rng.state)
         return result
 
     def __iadd__(self, delta):
@@ -88,7 +99,7 @@ class PCG32Base:
             plus = (mult + 1) * plus
             mult = mult * mult
             delta >>= 1
-        self.state = acc_mult * self.state + acc_plus
+        self._set('state', acc_mult * self.state + acc_plus)
         return self
 
     def __isub__(self, delta):

@@ -22,6 +22,8 @@ def _fields(x):
 
 def children(x):
     """The parts of container x (None if x is not a container)."""
+    if isinstance(x, type):             # (a class, Array3f say, read as a value)
+        return None
     if hasattr(x, '_pbc_children'):
         return x._pbc_children()
     if isinstance(x, (list, tuple)):

@@ -376,6 +376,80 @@ def test_a_call_target_storing_into_an_argument_container_is_an_error(call):
     assert lst[0].numpy().tolist() == [1, 2]
 
 
+def _change_every_kind(v, m, t, rng, rec):
+    v.y += 1.0
+    m[1][2] -= 1.0
+    t += 1.0
+    rec.total *= 2.0
+    rec.hits += 1
+    return rng.next_float32()           # (the generator advances)
+
+
+def _double_vector(v, m, t, rng, rec):
+    v *= 2.0
+    return Float(0.0)
+
+
+@pytest.mark.parametrize('call', ['symbolic', 'evaluated'])
+def test_call_targets_change_every_kind_of_state_in_place(call):
+    lanes = Float(0, 0, 0, 0)
+    v = Array3f(lanes + 1, lanes + 2, lanes + 3)
+    m, t = Matrix3f(1.0), TensorXf(np.zeros(4, dtype=np.float32))
+    rng, rec = PCG32(4), _Record(UInt32(0), Float(1.0))
+    state, y, total = rng.state, v.y, rec.total          # (other names of the objects)
+    r = pbc.switch(UInt32(0, 1, 0, 2),
+                   [_change_every_kind, _double_vector], v, m, t, rng, rec, mode=call)
+    assert v.numpy().T.tolist() == [[1, 3, 3], [2, 4, 6], [1, 3, 3], [1, 2, 3]]
+    assert y.numpy().tolist() == [3, 4, 3, 2]
+    assert m[1][2].numpy().tolist() == [-1, 0, -1, 0]
+    assert t.numpy().tolist() == [1, 0, 1, 0]
+    assert rec.hits.numpy().tolist() == [1, 0, 1, 0]
+    assert total.numpy().tolist() == [2, 1, 2, 1]
+    # (lanes 0 and 2 drew once: their next draw is a fresh generator's second)
+    fresh = PCG32(4)
+    first, second = fresh.next_uint32().numpy(), fresh.next_uint32().numpy()
+    assert state.numpy().tolist() == rng.state.numpy().tolist()
+    assert rng.next_uint32().numpy().tolist() == [second[0], first[1], second[2], first[3]]
+    assert r.numpy().tolist()[1::2] == [0, 0] and r.numpy()[0] == (first[0] >> 9) * 2.0**-23
+
+
+@pytest.mark.parametrize('call', ['symbolic', 'evaluated'])
+def test_derivatives_through_a_component_a_call_target_changes_in_place(call):
+    def scale_y(v, x):
+        v.y *= x
+        return x
+
+    def f(x):
+        v = Array3f(x, x + 1, Float(2.0))
+        pbc.switch(UInt32(0, 1, 0), [scale_y], v, x, mode=call)   # (lane 1 calls nothing)
+        return v.y + v.x
+
+    x0 = np.array([0.5, 1.5, -2.0])
+    value, forward, reverse = _differentiated(f, x0)
+    called = np.array([True, False, True])
+    np.testing.assert_allclose(value, np.where(called, (x0 + 1) * x0, x0 + 1) + x0, rtol=1e-6)
+    want = np.where(called, 2 * x0 + 1, 1) + 1
+    np.testing.assert_allclose(forward, want, rtol=1e-6)
+    np.testing.assert_allclose(reverse, want, rtol=1e-6)
+
+
+@pbc.syntax
+def _loop_reading_a_type(t, n):
+    a = t(1, 2, 3)
+    i = UInt32(0)
+    while i < n:
+        a += t(1, 1, 1)                 # (t, a class the body only reads)
+        i += 1
+    return a
+
+
+def test_a_loop_reading_a_variable_bound_to_an_array_type(mode):
+    # (the variables a loop only reads are seen through its working copies: a class with
+    # the containers' method was taken for a container)
+    a = _loop_reading_a_type(Array3u, UInt32(2, 3))
+    assert a.numpy().T.tolist() == [[3, 4, 5], [4, 5, 6]]
+
+
 def _scale(x, y):
     x *= y                              # (x may carry derivatives)
     return y
