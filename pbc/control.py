@@ -334,6 +334,13 @@ def _symbolic_loop(state, cond, body, names, c, strict):
             raise
     key = _invariant_key(body, arrays) if flag(JitFlag.OptimizeLoops) else None
     assumed = {i for i in _invariant_memo.get(key, ()) if len(arrays[i]) in (1, width)}
+    # (an object under several names is invariant under all or none: the memo may be of
+    # another loop of the same code, ad/loop.py's over any state, whose positions held other
+    # objects; one left in the loop under one name and out under another would be two)
+    names_of = {}
+    for i, a in enumerate(arrays):
+        names_of.setdefault(id(a), []).append(i)
+    assumed = {i for i in assumed if all(j in assumed for j in names_of[id(arrays[i])])}
     hidden = []            # arrays from outside the state that the body changes in place
     apart = set()          # positions of an array under several names, that the body rebinds
     for _ in range(len(arrays) + len(assumed) + 8):
@@ -491,6 +498,7 @@ def _record(state, arrays, build, cond, body, names, width, fixed, strict, assum
         if flag(JitFlag.OptimizeLoops):
             same = {i for i, p in zip(loop_arrays, phis)
                     if new_arrays[i].index in (p, arrays[i].index)}
+            same |= {i for i, j in aliases.items() if j in same}     # (all its names)
             if same:
                 _stats['invariant_removed'] += len(same)
                 raise _Retry(width, fixed | same)

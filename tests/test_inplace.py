@@ -627,3 +627,25 @@ def _call_widens_a_literal(k):
 def test_a_loop_widens_an_array_its_body_changes_in_place_through_a_call(mode):
     # (a symbolic loop of width 1 kept t at width 1: every lane got lane 0's value)
     assert _call_widens_a_literal(pbc.arange(UInt32, 4)).numpy().tolist() == [26, 5, 26, 5]
+
+
+
+def _step_second(p, q, s, i):
+    q += 1                              # (p: unchanged, loop-invariant)
+    s += p                              # (where q is p, the new value)
+    return p, q, s, i + 1
+
+
+def test_an_object_under_two_names_after_the_same_loop_with_two_objects():
+    # (OptimizeLoops remembers per loop code which state the body leaves alone: the first
+    # loop's p; in the second, p is the object its body changes as q, and stayed out of
+    # the loop while q was a loop variable: two objects)
+    with pbc.scoped_set_flag(pbc.JitFlag.OptimizeLoops, True):
+        p, q = UInt32(0, 0), UInt32(0, 0)
+        pbc.while_loop((p, q, UInt32(0), UInt32(0)), lambda p, q, s, i: i < 2, _step_second,
+                       mode='symbolic')
+        x = UInt32(5, 6)
+        _, _, s, _ = pbc.while_loop((x, x, UInt32(0), UInt32(0)), lambda p, q, s, i: i < 2,
+                                    _step_second, mode='symbolic')
+    assert x.numpy().tolist() == [7, 8]
+    assert s.numpy().tolist() == [6 + 7, 7 + 8]
