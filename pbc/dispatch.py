@@ -327,7 +327,9 @@ def _run_watched(fn, args, inner, what, hint=''):
     that is not an argument, or storing into an entry or field of a container argument
     (`lst[0] = v`: the caller's container is not the target's), would not reach the caller:
     both are errors rather than lost changes (docs/semantics.md, rule 5)."""
-    given = [x.index for x in inner]
+    # (the variables themselves, held: one freed while the target runs may come back as
+    # the variable of the argument's new value, which a saved index would take for none)
+    given = [type(x)(x) for x in inner]
     entries = [(c, list(children(c))) for c in nodes(args)[0] if not isinstance(c, ArrayBase)]
     with Region(inner) as region:
         r = run_target(fn, args, what, hint)
@@ -343,7 +345,7 @@ def _run_watched(fn, args, inner, what, hint=''):
                 f'pbc: a target of {what} stores into an entry or field of a container it '
                 'got as an argument, which the caller would not see: return the new value '
                 'instead (in-place changes of arrays, x += y, do reach the caller)')
-    return r, {i for i, (x, g) in enumerate(zip(inner, given)) if x.index != g}
+    return r, {i for i, (x, g) in enumerate(zip(inner, given)) if x.index != g.index}
 
 
 class _ChangedArguments(Exception):

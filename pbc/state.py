@@ -70,7 +70,10 @@ class Snapshot:
 
     def __init__(self, tree):
         self.objs, self.kids = nodes(tree)
-        self.before = [x.index if isinstance(x, ArrayBase) else list(children(x))
+        # (arrays: copies, which hold their variables: one freed while the body runs may
+        # come back as the variable of the array's new value, which a saved index would
+        # take for no change)
+        self.before = [type(x)(x) if isinstance(x, ArrayBase) else list(children(x))
                        for x in self.objs]
         self.position = {id(x): i for i, x in enumerate(self.objs)}
 
@@ -78,7 +81,7 @@ class Snapshot:
         """Whether node i (or anything inside it) was changed in place."""
         x = self.objs[i]
         if isinstance(x, ArrayBase):
-            return x.index != self.before[i]
+            return x.index != self.before[i].index
         now = children(x)
         return (len(now) != len(self.before[i])
                 or any(a is not b for a, b in zip(now, self.before[i]))

@@ -60,6 +60,7 @@ from pbc.frontend.analysis import function_locals
 from pbc.frontend.lowering import Lowerer
 
 M32 = 0xFFFFFFFF
+M64 = (1 << 64) - 1
 SCALARS = ('a', 'b', 's', 't', 'y', 'z')
 COMPONENTS = ('v.x', 'v.y', 'v[2]')
 ENTRIES = ('lst[0]', 'lst[1]', "d['p']", 'o.p', 'o.q')
@@ -240,6 +241,35 @@ def lane_vector(Scalar):
         setattr(LaneVector3, f'__i{_op}__',
                 (lambda op: lambda self, o: self._inplace(o, op))(f'__i{_op}__'))
     return LaneVector3
+
+
+class LanePCG32:
+    """One lane's stream of PCG32 (pbc's lane `lane` of PCG32(n), seeded with the default
+    state and stream plus the lane's index): a mutable object, as the generator is."""
+
+    MULT, STATE, STREAM = 0x5851F42D4C957F2D, 0x853C49E6748FEA9B, 0xDA3E39CB94B95BDB
+
+    def __init__(self, lane):
+        self.state, self.inc = 0, (((self.STREAM + lane) << 1) | 1) & M64
+        self._step()
+        self.state = (self.state + self.STATE + lane) & M64
+        self._step()
+
+    def _step(self):
+        old = self.state
+        self.state = (old * self.MULT + self.inc) & M64
+        return old
+
+    def next_uint32(self):
+        old = self._step()
+        bits, rot = (((old >> 18) ^ old) >> 27) & M32, old >> 59
+        return LaneU32((bits >> rot) | (bits << ((-rot) & 31)))
+
+    def next_float32(self):
+        return LaneF32((self.next_uint32().v >> 9) * 2.0 ** -23)
+
+    def next_float64(self):
+        return LaneF64(self.next_uint32().v * 2.0 ** -32)
 
 
 class Struct:
@@ -436,6 +466,7 @@ class Program:
         self.lines, self.loops, self.counters = [], 0, []
         self.places, self.whole = PLACES, ('v',)      # (whole: the vector, as one place)
         self.targets, self.deep = None, 2       # (deep: loops nest freely up to this depth)
+        self.pcg = self.rng.random() < 0.3      # (a generator `rng` that statements draw from)
         # (modes: each loop, conditional and call gets a mode of its own, symbolic or
         # evaluated, or none (the flags decide); inside symbolic code, not evaluated)
         self.modes, self.symbolic = modes, False
@@ -443,7 +474,7 @@ class Program:
         self.T = self.K.T
         emit = self.lines.append
         if calls and self.rng.random() < 0.5:
-            self.targets = [Target(self.rng, kind, aliases, modes, f'g{i}', size)
+            self.targets = [Target(self.rng, kind, aliases, modes, f'g{i}', size, self.pcg)
                             for i in range(3)]
             for g in self.targets:
                 self.lines += g.lines
@@ -463,6 +494,8 @@ class Program:
         self.has_m = False
         self.emit(1, f'm = {self.condition()}')
         self.has_m = True
+        if self.pcg:
+            self.emit(1, 'rng = PCG32(len(acc))')
         self.block(1, size, loop_depth=0, top=True)
         emit('    return ' + self.result())
 
@@ -553,6 +586,8 @@ class Program:
     def statement(self, indent, size, loop_depth, top):
         if self.targets and self.rng.random() < 0.03:
             return self.call(indent)
+        if self.pcg and self.rng.random() < 0.05:
+            return self.draw(indent)
         r = self.rng.random()
         if r < 0.3:
             self.augmented(indent)
@@ -600,12 +635,25 @@ class Program:
                               f'{self.mode()[0]})')
             return
         names = ', '.join(g.name for g in self.targets)
-        call = f'pbc.switch({self.index()} % 4, ({names}), {p}, {q}, k{self.mode()[0]})'
+        call = f'pbc.switch({self.index()} % 4, ({names}), {p}, {q}, k' + \
+            (', rng' if self.pcg else '') + f'{self.mode()[0]})'
         if self.rng.random() < 0.5:
             self.emit(indent, call)
             return
         # (the result is a new object: the targets return expressions, not arguments)
         self.emit(indent, f'{self.rng.choice(self.places)} = {call}')
+
+    def draw(self, indent):
+        """A place changed by (or bound to) a value drawn from the generator: the draw
+        advances it on the lanes that run the statement."""
+        draw = {'uint': 'rng.next_uint32()', 'int': 'Int32(rng.next_uint32() & 65535)',
+                'float32': 'rng.next_float32()', 'float': self.rng.choice(
+                    ('Float64(rng.next_float32())', 'rng.next_float64()'))}[self.kind]
+        place = self.rng.choice(self.places)
+        if self.rng.random() < 0.3:
+            self.emit(indent, f'{place} = {draw}')
+        else:
+            self.emit(indent, f'{place} {self.rng.choice(self.operators())}= {draw}')
 
     def index(self):
         """A UInt32 expression that varies with the lane (float programs: of integers only,
@@ -731,15 +779,15 @@ class Target(Program):
     those of the call) and calls over CALLS; it returns a new object. Its regions are never
     evaluated by request: a symbolic call records it."""
 
-    def __init__(self, rng, kind, aliases, modes, name, size):
-        self.rng, self.kind, self.aliases, self.name = rng, kind, aliases, name
+    def __init__(self, rng, kind, aliases, modes, name, size, pcg):
+        self.rng, self.kind, self.aliases, self.name, self.pcg = rng, kind, aliases, name, pcg
         self.lines, self.loops, self.counters = [], 0, []
         self.places, self.whole, self.targets, self.deep = ('x', 'y', 'w'), (), None, 1
         self.modes, self.symbolic, self.has_m = modes, True, False
         self.K = KINDS[kind]
         self.T = self.K.T
         self.group = {p: p for p in self.places}
-        self.lines += ['@pbc.syntax', f'def {name}(x, y, k):']
+        self.lines += ['@pbc.syntax', f'def {name}(x, y, k{", rng" if pcg else ""}):']
         if aliases and self.rng.random() < 0.3:
             self.alias(1, 'w', self.rng.choice(('x', 'y')))
         else:
@@ -800,6 +848,7 @@ def run_lanes(source, values, kind):
     acc = [Scalar(x) for x in values[10]]
     out = []
     for lane in range(len(values[0])):
+        ns['PCG32'] = lambda size, lane=lane: LanePCG32(lane)      # (the lane's stream)
         x = [Scalar(row[lane]) for row in values]
         args = (x[0], x[1], Vector(*x[2:5]), [x[5], x[6]], {'p': x[7]}, Obj(x[8], x[9]),
                 LaneU32(lane), acc)
@@ -846,7 +895,7 @@ def compile_program(source, path, kind, backend):
     with open(path, 'w') as f:
         f.write(source)
     ns = dict(UInt32=backend.UInt32, Int32=backend.Int32, Float=backend.Float,
-              Float64=backend.Float64, pbc=pbc, CALLS=CALLS[kind])
+              Float64=backend.Float64, PCG32=backend.PCG32, pbc=pbc, CALLS=CALLS[kind])
     exec(compile(source, path, 'exec'), ns)
     return pbc.syntax(ns['f'])
 

@@ -6,7 +6,7 @@ import dataclasses
 
 import numpy as np
 import pytest
-from suite_backend import PCG32, Array3f, Array3u, Float, Matrix3f, TensorXf, UInt32
+from suite_backend import PCG32, Array3f, Array3u, Float, Float64, Matrix3f, TensorXf, UInt32
 
 import pbc
 
@@ -649,3 +649,45 @@ def test_an_object_under_two_names_after_the_same_loop_with_two_objects():
                                     _step_second, mode='symbolic')
     assert x.numpy().tolist() == [7, 8]
     assert s.numpy().tolist() == [6 + 7, 7 + 8]
+
+
+@pbc.syntax
+def _returns_k(x, y, k):
+    return Float64(k)
+
+
+@pbc.syntax
+def _may_halve_y(x, y, k):
+    w = Float64(0.375) + y
+    if pbc.hint((k & 3) != 0, mode='symbolic'):
+        w -= x
+    elif pbc.hint((k % 3) == 2, mode='symbolic'):
+        y /= 2.0                        # (on no lane: but y is changed, a new variable)
+    return w + 0
+
+
+@pbc.syntax
+def _scale_through_alias(x, y, k):
+    w = x
+    if (k % 3) == 1:                    # (evaluated: SymbolicConditionals is off)
+        w *= 0.5
+    x *= y * 0.5
+    return x + 0
+
+
+def test_an_evaluated_call_sees_every_argument_its_targets_change():
+    # (an argument's variable was known by its index: freed as the target changed the
+    # argument, the index came back as that of its new value, which then looked like no
+    # change; which index comes back depends on the allocator: this one did)
+    k = UInt32(range(9))
+    x0 = np.array([-0.015, 0.122, 0.754, -0.805, -0.25, 0.001, -0.635, -0.376, 0.667])
+    x, y = Float64(x0), Float64(-1.990)
+    with pbc.scoped_set_flag(pbc.JitFlag.SymbolicConditionals, False), \
+            pbc.scoped_set_flag(pbc.JitFlag.SymbolicLoops, False):
+        pbc.switch((k + 7) % 4, (_returns_k, _may_halve_y, _scale_through_alias), x, y, k,
+                   mode='evaluated')
+    lane = np.arange(9)
+    third = (lane + 7) % 4 == 2
+    want = np.where(third, np.where(lane % 3 == 1, 0.5, 1.0) * x0 * (-1.990 * 0.5), x0)
+    np.testing.assert_allclose(x.numpy(), want, rtol=1e-12)
+    assert y.numpy().tolist() == [-1.990] * 9

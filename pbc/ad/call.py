@@ -166,10 +166,10 @@ class Target:
     def _primal(self, args, kwargs, since):
         arrays = tree.flatten((args, kwargs))[0]
         enable(arrays, self.diff)
-        given = [a.index for a in arrays]
+        given = [type(a)(a) for a in arrays]        # (held: see dispatch._run_watched)
         r = self.fn(*args, **kwargs)
         # (an argument changed in place leaves as a result does)
-        out = tree.flatten(r)[0] + [a for a, i in zip(arrays, given) if a.index != i]
+        out = tree.flatten(r)[0] + [a for a, g in zip(arrays, given) if a.index != g.index]
         self.implicit = sorted(set(leave_scope(out, result_nodes(out), since)) |
                                outer_values(self.noted.scatters, since))
         return r
