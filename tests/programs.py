@@ -27,8 +27,10 @@ scatter-add into. Its statements are what users write, not only expressions:
 * early `return` from the function's top-level conditionals;
 * calls (`pbc.switch`) whose targets change an argument in place: over CALLS, and in
   half the programs over three targets of their own (`Target`: statements, conditionals,
-  loops and calls over CALLS, on the arguments and a local); an index of 3 calls nothing
+  loops and calls over CALLS, on the arguments and a local), which they also call as
+  plain functions, on any places (one object twice, too); an index of 3 calls nothing
   (a result assigned from it is zero there);
+* in a third of the programs, draws from a PCG32 generator `rng` (also in the targets);
 * `pbc.scatter_add(acc, e, index)`: lanes add into one another's entries (in any order:
   the sum is the same but for float rounding), also in loops, branches and calls' lanes;
 * `pbc.eval(x)` and `pbc.schedule(x)` where nothing records.
@@ -627,6 +629,15 @@ class Program:
         """pbc.switch on two places that cannot be one object (a target gets each argument
         as an object of its own): over CALLS (targets that change an argument in place),
         or over the program's own targets (their result assigned to a place, or not)."""
+        if self.targets and self.rng.random() < 0.25:
+            # (a plain Python call of one of them: its arguments may be one object, and
+            # the loops in it meet other objects than at other calls)
+            g = self.rng.choice(self.targets).name
+            args = f'{self.rng.choice(self.places)}, {self.rng.choice(self.places)}, k' + \
+                (', rng' if self.pcg else '')
+            self.emit(indent, (f'{self.rng.choice(self.places)} = ' if self.rng.random() < 0.5
+                               else '') + f'{g}({args})')
+            return
         p, q = self.rng.sample(self.places, 2)
         if self.find(p) == self.find(q):
             return self.augmented(indent)
