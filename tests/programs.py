@@ -303,7 +303,7 @@ class _Hint:
     def switch(index, targets, *args, mode=None):
         i = _value(index)
         if i < len(targets):
-            return targets[i](*args)
+            return fresh(targets[i](*args))     # (a call's result is a new object)
         return type(args[0])(0)         # (no target: zeros, as pbc's)
 
     @staticmethod
@@ -798,6 +798,9 @@ class Target(Program):
         self.K = KINDS[kind]
         self.T = self.K.T
         self.group = {p: p for p in self.places}
+        # (a plain call may pass one object as both: where a region binds x to y, it may
+        # bind x to the object it has, which the oracle's rule for regions does not know)
+        self.join('x', 'y')
         self.lines += ['@pbc.syntax', f'def {name}(x, y, k{", rng" if pcg else ""}):']
         if aliases and self.rng.random() < 0.3:
             self.alias(1, 'w', self.rng.choice(('x', 'y')))
