@@ -626,9 +626,9 @@ class Program:
             self.augmented(indent)
 
     def call(self, indent):
-        """pbc.switch on two places that cannot be one object (a target gets each argument
-        as an object of its own): over CALLS (targets that change an argument in place),
-        or over the program's own targets (their result assigned to a place, or not)."""
+        """pbc.switch on two places (maybe one object): over CALLS (targets that change an
+        argument in place), or over the program's own targets (their result assigned to a
+        place, or not)."""
         if self.targets and self.rng.random() < 0.25:
             # (a plain Python call of one of them: its arguments may be one object, and
             # the loops in it meet other objects than at other calls)
@@ -638,9 +638,10 @@ class Program:
             self.emit(indent, (f'{self.rng.choice(self.places)} = ' if self.rng.random() < 0.5
                                else '') + f'{g}({args})')
             return
+        # (two places that may be one object, or one place twice: one object in the target)
         p, q = self.rng.sample(self.places, 2)
-        if self.find(p) == self.find(q):
-            return self.augmented(indent)
+        if self.rng.random() < 0.1:
+            p = q
         if not self.targets or self.rng.random() < 0.3:
             self.emit(indent, f'pbc.switch({self.index()} % 4, CALLS, {p}, {q}'
                               f'{self.mode()[0]})')

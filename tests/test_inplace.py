@@ -691,3 +691,31 @@ def test_an_evaluated_call_sees_every_argument_its_targets_change():
     want = np.where(third, np.where(lane % 3 == 1, 0.5, 1.0) * x0 * (-1.990 * 0.5), x0)
     np.testing.assert_allclose(x.numpy(), want, rtol=1e-12)
     assert y.numpy().tolist() == [-1.990] * 9
+
+
+def _add_then_bump(x, y):
+    x += y
+    y += 1                              # (where x is y: the sum, bumped)
+    return x + 0
+
+
+@pytest.mark.parametrize('call', ['symbolic', 'evaluated'])
+def test_one_object_passed_twice_is_one_object_in_the_target(call):
+    a = Float(1.0, 2.0, 3.0)
+    r = pbc.switch(UInt32(0, 0, 1), [_add_then_bump], a, a, mode=call)   # (lane 2: none)
+    assert a.numpy().tolist() == [3, 5, 3]
+    assert r.numpy().tolist() == [3, 5, 0]
+
+
+@pytest.mark.parametrize('call', ['symbolic', 'evaluated'])
+def test_derivatives_of_one_object_passed_twice_and_changed_in_place(call):
+    def f(x):
+        pbc.switch(UInt32(0, 1, 0), [_scale], x, x, mode=call)   # (x *= x; lane 1: none)
+        return x
+
+    x0 = np.array([0.5, 1.5, -2.0])
+    value, forward, reverse = _differentiated(f, x0)
+    called = np.array([True, False, True])
+    np.testing.assert_allclose(value, np.where(called, x0 * x0, x0), rtol=1e-6)
+    np.testing.assert_allclose(forward, np.where(called, 2 * x0, 1), rtol=1e-6)
+    np.testing.assert_allclose(reverse, np.where(called, 2 * x0, 1), rtol=1e-6)

@@ -69,16 +69,21 @@ def symbolic_call(targets, flat, record, write_back):
     the call's `new` value on the lanes that call a target."""
     arrays, build = flat
     inputs = [_runtime.ad_node_of(a) if is_float(a) else 0 for a in arrays]
-    diff = [i for i, n in enumerate(inputs) if n]
-    values = [_runtime.ad_detached(a) for a in arrays]
+    # (an object under several names, one object in the targets: its derivatives once, at
+    # its first position)
+    first = {}
+    leads = [first.setdefault(id(a), i) == i for i, a in enumerate(arrays)]
+    diff = [i for i, n in enumerate(inputs) if n and leads[i]]
+    # (an object passed under several names stays one, as pbc/dispatch.py keeps it)
+    values = _per_object(arrays, _runtime.ad_detached)
     primal = [Target(fn, diff, 'primal') for _, fn, _ in targets]
     # (the call gets copies: `values` stay the arguments' values for the derivative calls;
     # the arguments the targets change in place, pbc/dispatch.py, are changed in the copies)
-    given = [type(v)(v) for v in values]
+    given = _per_object(values, lambda v: type(v)(v))
     result = record([(key, t, obj) for (key, _, obj), t in zip(targets, primal)],
                     (given, build))
     changed = [i for i, (v, g) in enumerate(zip(values, given)) if v.index != g.index]
-    moved = [i for i in changed if is_float(arrays[i])]
+    moved = [i for i in changed if is_float(arrays[i]) and leads[i]]
     propagate.add_sinks([t.sinks for t in primal], resume=True)
     implicit = sorted({n for t in primal for n in t.implicit})
     # The arrays the targets scatter-add into (closure arrays: the same objects when the
@@ -109,9 +114,15 @@ def symbolic_call(targets, flat, record, write_back):
     for i in changed:
         if i in moved:
             write_back(arrays[i], given[i])
-        else:
+        elif not is_float(arrays[i]) or leads[i]:
             arrays[i]._assign(given[i])
     return result
+
+
+def _per_object(arrays, copy):
+    """copy(a) for each of `arrays`, made once per object."""
+    made = {}
+    return [made[id(a)] if id(a) in made else made.setdefault(id(a), copy(a)) for a in arrays]
 
 
 class Target:
@@ -239,7 +250,7 @@ class CallOp:
                          into, scattered, self.moved)
                   for _, fn, _ in self.targets]
         # (copies: targets that change arguments in place change these, not `values`)
-        given = [type(v)(v) for v in self.values]
+        given = _per_object(self.values, lambda v: type(v)(v))
         # (and the loops and calls nested in the targets find them)
         with self.closures, suspend_grad(), routing(own):
             out = self.record([(key, t, obj) for (key, _, obj), t in zip(self.targets, bodies)],
