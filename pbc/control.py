@@ -13,7 +13,6 @@ from . import _runtime
 from ._runtime import ArrayBase
 from .ad import loop as ad_loop
 from .ad import propagate as ad_propagate
-from .ad.local import is_float
 from .errors import (
     SizeError,
     StateError,
@@ -236,17 +235,17 @@ class _Outside(Exception):
 
 
 class _OutsideTracked(Exception):
-    """Internal: float arrays from outside the state that the body changes in place, while
+    """Internal: arrays from outside the state that the body changes in place, while
     derivatives may flow: record the loop again with them as state of its own
     (_tracked_loop)."""
 
 
 def _tracked_loop(state, cond, body, names, c, strict, max_iterations):
-    """A symbolic loop while derivatives may flow (pbc/ad/loop.py). Float arrays from outside
-    its state that the body changes in place become state too, a tuple after the user's:
-    the condition and body see them in the arrays themselves (docs/semantics.md, rule 2),
-    and the loop's node links the values they end with, derivatives they had before or got
-    in the body alike."""
+    """A symbolic loop while derivatives may flow (pbc/ad/loop.py). Arrays from outside its
+    state that the body changes in place become state too, a tuple after the user's: the
+    condition and body see them in the arrays themselves (docs/semantics.md, rule 2), the
+    loop's node links the values the float ones end with, derivatives they had before or
+    got in the body alike, and the derivative loops start from the values all had before."""
     outside = []
     for _ in range(len(flatten(state)[0]) + 8):
         if outside:
@@ -403,12 +402,13 @@ def _record(state, arrays, build, cond, body, names, width, fixed, strict, assum
     changes it then records again without it). `hidden`: arrays from outside the state
     that the body changes in place (found by an earlier recording): loop variables too,
     which the body sees in the arrays themselves."""
-    # (while derivatives may flow, float ones become state: whether the body gives them
+    # (while derivatives may flow, they become state: whether the body gives a float one
     # derivatives shows only inside its scope, which strips them from its results, and
-    # the state may hold one of them, `lst[0] = o.p`)
-    floats = [x for x in hidden if is_float(x)]
-    if floats and ad_loop.tracked():
-        raise _OutsideTracked(floats)
+    # the state may hold one of them, `lst[0] = o.p`; and the derivative loops run the
+    # body again from the values all of them had before the loop, the state of a
+    # generator that a call in the body draws from, say, not from those after it)
+    if hidden and ad_loop.tracked():
+        raise _OutsideTracked(list(hidden))
     for x in hidden:
         if len(x) not in (1, width):
             raise SizeError(f'pbc.while_loop: the loop body changes in place an array of width '
