@@ -330,11 +330,26 @@ class _Hint:
 
     @staticmethod
     def sin(x):
-        return LaneF64(math.sin(_value(x)))
+        return LaneF64(math.sin(_in_range(_value(x))))
 
     @staticmethod
     def cos(x):
-        return LaneF64(math.cos(_value(x)))
+        return LaneF64(math.cos(_in_range(_value(x))))
+
+
+class OutOfRange(Exception):
+    """A program that takes sin or cos of a value past TRIG_RANGE, where pbc's accuracy ends
+    (pbc/math.py: the Cody-Waite reduction, accurate to 2^45, knows no quadrant past 2^52):
+    values that the programs' loops grew without bound, which the oracle does not model."""
+
+
+TRIG_RANGE = 2.0 ** 40
+
+
+def _in_range(x):
+    if abs(x) > TRIG_RANGE:
+        raise OutOfRange(f'sin or cos of {x}')
+    return x
 
 
 # The targets of the programs' calls: each changes an argument in place.
