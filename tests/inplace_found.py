@@ -391,4 +391,30 @@ def f(a, b, v, lst, d, o, k, acc):
             a /= (1.5 + v.y * v.y)
     return (a, b, s, t, y, z, m, v, lst, d, o)
 ''',
+    8300838: '''\
+@pbc.syntax
+def g0(x, y, k, rng):
+    w = Float64(-0.609) + y
+    x *= rng.next_float64()
+    return ((w + (-0.717 + Float64(k))) - x)
+@pbc.syntax
+def g1(x, y, k, rng):
+    w = Float64(0.311) + y
+    return pbc.select((k % 3) == 0, (w / (1.5 + Float64(k) * Float64(k))), w)
+@pbc.syntax
+def g2(x, y, k, rng):
+    return ((y - x) * ((-1.790 + Float64(k)) / (1.5 + y * y)) * 0.5)
+def f(a, b, v, lst, d, o, k, acc):
+    s = Float64(-1.737) + a
+    t = Float64(0.597)
+    y = a
+    z = s * -1.080
+    m = (k % 3) == 1
+    rng = PCG32(len(acc))
+    c1 = UInt32(0)
+    while pbc.hint(c1 < (k & 3), max_iterations=8):
+        c1 += 1
+        pbc.switch((k + c1) % 4, (g0, g1, g2), s, t, k, rng)
+    return (a, b, s, t, y, z, m, v, lst, d, o)
+''',
 }
