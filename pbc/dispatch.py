@@ -26,7 +26,7 @@ from .evaluate import eval_pending
 from .flags import JitFlag, flag
 from .regions import Region
 from .routines import broadcast_lanes, full, gather, select, zeros
-from .state import nodes, working_copy
+from .state import nodes, per_object, working_copy
 from .tree import children, flatten, mismatch, rebuild
 
 _instances = {}                 # id -> weak reference to the registered instance
@@ -348,16 +348,6 @@ def _run_watched(fn, args, inner, what, hint=''):
     return r, {i for i, (x, g) in enumerate(zip(inner, given)) if x.index != g.index}
 
 
-def _one_per_object(arrays, makers):
-    """A target's arguments: makers[i]() for each of `arrays`, made once per object, so that
-    an object passed under several names (`switch(i, fs, x, x)`, or `v.x` and an alias of
-    it) is one object in the target too, which a change through one name shows through the
-    others, as in Python (the caller's object then takes the change once)."""
-    made = {}
-    return [made[id(a)] if id(a) in made else made.setdefault(id(a), make())
-            for a, make in zip(arrays, makers)]
-
-
 class _ChangedArguments(Exception):
     """Internal: a target changed these arguments in place: record the call again with
     their new values as outputs of every target."""
@@ -389,8 +379,7 @@ def _symbolic_once(selector, active, targets, flat, what, tables, changed):
         values = tables.setdefault('values', values)
     starts, ends, first, types, outs = [], [], None, None, []
     # Literal arguments go in as they are: the target folds them (OptimizeCalls).
-    literal = [optimize and a.state == 'literal' for a in arrays]
-    kinds = [type(a) for a in arrays]
+    literal = {id(a) for a in arrays if optimize and a.state == 'literal'}
     try:
         for (key, fn, obj), closure, mine in zip(targets, values, sources):
             start = _runtime.call_begin(key, width, selector._backend_code)
@@ -415,11 +404,10 @@ def _symbolic_once(selector, active, targets, flat, what, tables, changed):
                     mask = _runtime.mask_top(Bool)
                     saved = _swap_attributes([(owner, name, read(mask))
                                               for owner, name, read in closure])
-                # (Each target gets objects of its own: it may change them in place.)
-                inner = _one_per_object(arrays, [
-                    (lambda a=a, T=T: T(a)) if lit else
-                    (lambda a=a, T=T, s=start: _runtime.wrap_index(T, _runtime.call_arg(s, a)))
-                    for a, T, lit in zip(arrays, kinds, literal)])
+                # (Each target gets objects of its own: it may change them in place; an
+                # object under several names is one, as in Python.)
+                inner = per_object(arrays, lambda a, s=start: type(a)(a) if id(a) in literal
+                                   else _runtime.wrap_index(type(a), _runtime.call_arg(s, a)))
                 _enter(id(obj), what)
                 try:
                     r, more = _run_watched(fn, build(inner), inner, what)
@@ -694,9 +682,9 @@ def _run_on_lanes(fn, obj, flat, lanes, width, Bool, selector, what, out, first,
     # A target that every lane calls needs neither the gathers nor the scatters.
     whole = len(lanes) == width
     arrays, build = flat
-    inner = _one_per_object(arrays, [
-        (lambda a=a: type(a)(a)) if whole or len(a) == 1 else
-        (lambda a=a: gather(type(a), a, lanes)) for a in arrays])
+    # (an object under several names is one object in the target, as in Python)
+    inner = per_object(arrays, lambda a: type(a)(a) if whole or len(a) == 1 else
+                       gather(type(a), a, lanes))
     sub = build(inner)
     _enter(id(obj), what)
     saved = _runtime.masks_take()        # the call runs on its own lanes only

@@ -40,6 +40,13 @@ def nodes(tree):
     return objs, kids
 
 
+def per_object(arrays, copy):
+    """copy(a) for each of `arrays`, made once per object: an object under several names
+    (a call's `x, x`) stays one object in the copies."""
+    made = {}
+    return [made[id(a)] if id(a) in made else made.setdefault(id(a), copy(a)) for a in arrays]
+
+
 def working_copy(tree, memo=None):
     """A copy of tree for a body: new containers and new array objects, same variables. An
     object found twice (`y = x`, or a list holding an argument) is copied once, so that

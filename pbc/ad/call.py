@@ -31,6 +31,7 @@ cleared, once per target.)
 import contextlib
 
 from .. import _runtime, tree
+from ..state import per_object
 from . import propagate
 from .local import (
     Closures,
@@ -75,11 +76,11 @@ def symbolic_call(targets, flat, record, write_back):
     leads = [first.setdefault(id(a), i) == i for i, a in enumerate(arrays)]
     diff = [i for i, n in enumerate(inputs) if n and leads[i]]
     # (an object passed under several names stays one, as pbc/dispatch.py keeps it)
-    values = _per_object(arrays, _runtime.ad_detached)
+    values = per_object(arrays, _runtime.ad_detached)
     primal = [Target(fn, diff, 'primal') for _, fn, _ in targets]
     # (the call gets copies: `values` stay the arguments' values for the derivative calls;
     # the arguments the targets change in place, pbc/dispatch.py, are changed in the copies)
-    given = _per_object(values, lambda v: type(v)(v))
+    given = per_object(values, lambda v: type(v)(v))
     result = record([(key, t, obj) for (key, _, obj), t in zip(targets, primal)],
                     (given, build))
     changed = [i for i, (v, g) in enumerate(zip(values, given)) if v.index != g.index]
@@ -117,12 +118,6 @@ def symbolic_call(targets, flat, record, write_back):
         elif not is_float(arrays[i]) or leads[i]:
             arrays[i]._assign(given[i])
     return result
-
-
-def _per_object(arrays, copy):
-    """copy(a) for each of `arrays`, made once per object."""
-    made = {}
-    return [made[id(a)] if id(a) in made else made.setdefault(id(a), copy(a)) for a in arrays]
 
 
 class Target:
@@ -250,7 +245,7 @@ class CallOp:
                          into, scattered, self.moved)
                   for _, fn, _ in self.targets]
         # (copies: targets that change arguments in place change these, not `values`)
-        given = _per_object(self.values, lambda v: type(v)(v))
+        given = per_object(self.values, lambda v: type(v)(v))
         # (and the loops and calls nested in the targets find them)
         with self.closures, suspend_grad(), routing(own):
             out = self.record([(key, t, obj) for (key, _, obj), t in zip(self.targets, bodies)],
