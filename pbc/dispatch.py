@@ -8,6 +8,7 @@ results back (the paper's wavefront baseline). Both give the same results; null 
 masked-off lanes do nothing and return zeros.
 """
 
+import dataclasses
 import functools
 import heapq
 import inspect
@@ -17,16 +18,16 @@ import weakref
 
 import numpy as np
 
-from . import _runtime
+from . import _runtime, call_effects
 from ._runtime import ArrayBase
 from .ad import call as ad_call
 from .errors import SizeError, StateError, call_user
 from .evaluate import eval as _eval
 from .evaluate import eval_pending
 from .flags import JitFlag, flag
-from .regions import Region
+from .regions import Region, copy_of
 from .routines import broadcast_lanes, full, gather, select, zeros
-from .state import nodes, per_object, working_copy
+from .state import per_object, working_copy
 from .tree import children, flatten, mismatch, rebuild
 
 _instances = {}                 # id -> weak reference to the registered instance
@@ -249,6 +250,27 @@ def _call(selector, targets, args, mode, what, mask=None):
         if isinstance(mask, ArrayBase) and mask.Type != 'bool':
             raise TypeError(f'pbc: {what}: the mask must be a Bool array')
         selector = select(mask, selector, 0)        # masked lanes call nothing
+    if mode == 'evaluated' and not _runtime.recording_depth():
+        selector, flat, active, outer = _lanes(selector, args, what)
+        # (without an outer mask, lanes with selector 0 select nothing already)
+        keys = selector if outer is None else select(active, selector, 0)
+        return _evaluated(keys, targets, args, flat, what)
+    # (recorded again while its targets turn out to change more of the caller's than
+    # their arguments in place: call_effects)
+    outside, stored = [], set()
+    for _ in range(MAX_RECORDINGS):
+        try:
+            return _symbolic_call(selector, targets, args, what, outside, sorted(stored))
+        except call_effects.MoreOutputs as more:
+            call_effects.not_passed(more.outside, flatten(args)[0], what)
+            outside += [x for x in more.outside if all(x is not o for o in outside)]
+            stored |= more.stored
+    raise RuntimeError(f'pbc: {what}: what its targets change does not settle')
+
+
+def _lanes(selector, args, what):
+    """(selector as wide as the call, flatten() of args, the lanes that call something,
+    the mask of the code around the call or None)."""
     positional, named = args
     if not named and all([isinstance(a, ArrayBase) for a in positional]):
         # (the common case: arrays only; flatten's general walk costs more than the call)
@@ -265,18 +287,40 @@ def _call(selector, targets, args, mode, what, mask=None):
     Bool = _runtime.class_for(selector, 'bool')
     outer = _runtime.mask_top(Bool)
     active = selector != 0 if outer is None else (selector != 0) & outer
-    if mode == 'evaluated' and not _runtime.recording_depth():
-        # (without an outer mask, lanes with selector 0 select nothing already)
-        keys = selector if outer is None else select(active, selector, 0)
-        return _evaluated(keys, targets, args, flat, what)
+    return selector, flat, active, outer
+
+
+MAX_RECORDINGS = 64
+
+
+def _symbolic_call(selector, targets, args, what, outside, stored):
+    """The symbolic call of `targets` on `args`, where they change in place the arrays
+    `outside` (from enclosing scopes) or store into the entries of args' containers at the
+    positions `stored` (call_effects.in_callers_place)."""
+    given = args
+    if outside or stored:
+        targets = [(key, functools.partial(call_effects.in_callers_place, fn, tuple(outside),
+                                           stored, what), obj) for key, fn, obj in targets]
+        args = ((args, list(outside)), {})
+    selector, flat, active, _ = _lanes(selector, args, what)
     # (also inside suspend_grad(): a target may propagate derivatives itself, in a local
     # resume_grad() scope)
     if _runtime.ad_live_count() and not _runtime.ad_collecting():
         tables = {}
-        return ad_call.symbolic_call(
+        r = ad_call.symbolic_call(
             targets, flat, lambda t, f: _symbolic(selector, active, t, f, what, tables),
             lambda a, new: a._assign(select(_calling(selector, active, targets), new, a)))
-    return _symbolic(selector, active, targets, flat, what)
+    else:
+        r = _symbolic(selector, active, targets, flat, what)
+    if not stored:
+        return r
+    # (each stored entry: a new object, the targets' values on their lanes)
+    r, values = r
+    lanes = _calling(selector, active, targets)
+    slots, arrays = call_effects.leaf_slots(given), flatten(given)[0]
+    for i, v in zip(stored, values):
+        call_effects.put(*slots[i], select(lanes, v, arrays[i]))
+    return r
 
 
 def _check_results(leaves, width, what):
@@ -321,31 +365,13 @@ def _enter(key, what):
     _active_calls.append((key, what))
 
 
-def _run_watched(fn, args, inner, what, hint=''):
-    """run_target(fn, args), where `inner` are the arrays in `args`: (its result, the
-    positions in `inner` of the arguments it changed in place). Changing in place an array
-    that is not an argument, or storing into an entry or field of a container argument
-    (`lst[0] = v`: the caller's container is not the target's), would not reach the caller:
-    both are errors rather than lost changes (docs/semantics.md, rule 5)."""
-    # (the variables themselves, held: one freed while the target runs may come back as
-    # the variable of the argument's new value, which a saved index would take for none)
-    given = [type(x)(x) for x in inner]
-    entries = [(c, list(children(c))) for c in nodes(args)[0] if not isinstance(c, ArrayBase)]
-    with Region(inner) as region:
-        r = run_target(fn, args, what, hint)
-    if region.changed:
-        raise StateError(
-            f'pbc: a target of {what} changes in place an array that is not one of its '
-            'arguments (an attribute, or an array from an enclosing scope): pass it as an '
-            'argument, or return the new value')
-    for c, before in entries:
-        now = children(c)
-        if len(now) != len(before) or any(a is not b for a, b in zip(now, before)):
-            raise StateError(
-                f'pbc: a target of {what} stores into an entry or field of a container it '
-                'got as an argument, which the caller would not see: return the new value '
-                'instead (in-place changes of arrays, x += y, do reach the caller)')
-    return r, {i for i, (x, g) in enumerate(zip(inner, given)) if x.index != g.index}
+def _watched(fn, args, inner, what, hint='', owners=(), passed=()):
+    """run_target(fn, args) and what it changed of its caller's (call_effects.Effects):
+    `inner` are the arrays in `args`, `owners` the call's instances, `passed` the caller's
+    argument arrays."""
+    return call_effects.watch(
+        lambda: run_target(fn, args, what, hint), args, inner, what,
+        lambda: {id(a) for o in owners for *_, a in _array_attributes(o)}, passed)
 
 
 class _ChangedArguments(Exception):
@@ -378,6 +404,7 @@ def _symbolic_once(selector, active, targets, flat, what, tables, changed):
     if tables is not None:
         values = tables.setdefault('values', values)
     starts, ends, first, types, outs = [], [], None, None, []
+    owners = [obj for _, _, obj in targets if isinstance(obj, Object)]
     # Literal arguments go in as they are: the target folds them (OptimizeCalls).
     literal = {id(a) for a in arrays if optimize and a.state == 'literal'}
     try:
@@ -410,9 +437,13 @@ def _symbolic_once(selector, active, targets, flat, what, tables, changed):
                                    else _runtime.wrap_index(type(a), _runtime.call_arg(s, a)))
                 _enter(id(obj), what)
                 try:
-                    r, more = _run_watched(fn, build(inner), inner, what)
+                    seen = _watched(fn, build(inner), inner, what, owners=owners)
                 finally:
                     _active_calls.pop()
+                if seen.outside or seen.stored:
+                    raise call_effects.MoreOutputs([x for x, _ in seen.outside],
+                                                   set(seen.stored))
+                r, more = seen.result, seen.changed
                 if more - set(changed):
                     raise _ChangedArguments(more)
                 if isinstance(r, ArrayBase):            # (most targets: one array)
@@ -651,14 +682,21 @@ def _evaluated(selector, targets, args, flat, what):
     # (with derivatives: per target scattered, its lanes and result arrays, for the node
     # that links them to the call's result)
     parts = [] if _runtime.ad_live_count() else None
+    later = _Later([obj for _, _, obj in targets if isinstance(obj, Object)], [], [])
     for members in _rounds(targets, groups):
         for (_key, fn, obj), lanes in members:
             out, first = _run_on_lanes(fn, obj, flat, lanes, width, Bool, selector, what,
-                                       out, first, fill, parts)
+                                       out, first, fill, parts, later)
             pipelined = pipelined and eval_pending(compiled_only=True)
         # One evaluation per round: its targets' kernels compile together (see
         # compile_many) and launch back to back.
         _eval(out)
+    if later.outside or later.stored:
+        saved = _runtime.masks_take()       # (the scatters to the lanes are not masked)
+        try:
+            later.merge(args, flat[0], width, Bool)
+        finally:
+            _runtime.masks_restore(saved)
     if parts:
         ad_call.merge_lanes(flatten(out)[0], parts)
     if out is None and targets:
@@ -666,19 +704,47 @@ def _evaluated(selector, targets, args, flat, what):
         _key, fn, obj = targets[0]
         _runtime.mask_push(full(Bool, False, width))
         try:
-            out = _zeros_like(run_target(fn, working_copy(args), what), width, selector)
+            # (what it changes in place outside, on no lane, the region puts back)
+            with Region(()):
+                out = _zeros_like(run_target(fn, working_copy(args), what), width, selector)
         finally:
             _runtime.mask_pop()
     return out
 
 
+@dataclasses.dataclass
+class _Later:
+    """What an evaluated call's targets change of their caller's besides their arguments,
+    merged once every target has run (until then, targets read it as it was): `outside`,
+    [(array from an enclosing scope, its value, lanes)]; `stored`, [(position in the
+    arguments' arrays of an entry a target stored into, its value, lanes)]. `owners`: the
+    call's instances."""
+    owners: list
+    outside: list
+    stored: list
+
+    def merge(self, args, arrays, width, Bool):
+        for a, x, lanes in self.outside:
+            call_effects.merge_on_lanes(a, x, lanes, width, Bool)
+        # (a stored entry: a new object, each target's value on its lanes)
+        new = {}
+        for i, x, lanes in self.stored:
+            if i not in new:
+                new[i] = copy_of(arrays[i])
+            call_effects.merge_on_lanes(new[i], x, lanes, width, Bool)
+        slots = call_effects.leaf_slots(args)
+        for i, value in new.items():
+            call_effects.put(*slots[i], value)
+
+
 def _run_on_lanes(fn, obj, flat, lanes, width, Bool, selector, what, out, first, fill,
-                  parts=None):
+                  parts, later):
     """Traces target fn on its `lanes` and queues the scatter of its results into `out`
     (made by the first target: zeros of its results' structure, or with `fill` False,
     arrays of that structure that the targets' scatters write in full). With `parts` (a
     list), the scatters leave derivatives out and the lanes and result arrays go into
-    `parts` instead. Returns (out, first)."""
+    `parts` instead. What the target changes of its caller's besides its arguments goes
+    into `later` (_Later). Returns (out, first)."""
     # A target that every lane calls needs neither the gathers nor the scatters.
     whole = len(lanes) == width
     arrays, build = flat
@@ -696,21 +762,15 @@ def _run_on_lanes(fn, obj, flat, lanes, width, Bool, selector, what, out, first,
             f'{len(lanes)} lanes that call it: pass arrays as wide as the call ({width}) '
             'as arguments instead of reading them from an enclosing scope, or call '
             'symbolically)')
-        r, changed = _run_watched(fn, sub, inner, what, hint)
-        r = _as_arrays(r, selector)
-        # (an argument the target changed in place: the caller's object, on its lanes)
-        for i in sorted(changed):
-            a, x = arrays[i], inner[i]
-            if whole:
-                a._assign(x)
-                continue
-            # (a new value, not a scatter into `a`: that would write the buffer `a` shares
-            # with other arrays, and with the caller's where `a` is a branch's working copy)
-            value, hit = zeros(type(a), width), zeros(Bool, width)
-            _runtime.scatter(value, x if len(x) == len(lanes) else
-                             broadcast_lanes(x, len(lanes)), lanes)
-            _runtime.scatter(hit, _runtime.literal(Bool, True, len(lanes)), lanes)
-            a._assign(select(hit, value, a))
+        seen = _watched(fn, sub, inner, what, hint, later.owners, arrays)
+        r = _as_arrays(seen.result, selector)
+        # (an argument the target changed in place: the caller's object, on its lanes; an
+        # array from an enclosing scope, once every target has run: until then they read
+        # it as it was)
+        for i in sorted(seen.changed):
+            call_effects.merge_on_lanes(arrays[i], inner[i], lanes, width, Bool)
+        later.outside.extend((a, x, lanes) for a, x in seen.outside)
+        later.stored.extend((i, x, lanes) for i, x in seen.stored.items())
         if whole:
             _check_results(flatten(r)[0], width, what)
             return _widened(r, width), r

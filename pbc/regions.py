@@ -51,6 +51,15 @@ class Region:
         return False
 
 
+def adopt(arrays):
+    """The innermost open region takes `arrays` for its own from now on: code that runs in
+    it changes them in place on purpose, and puts them back itself (a call target that sees
+    its working copies through arrays from an enclosing scope: pbc/dispatch.py)."""
+    if _open:
+        _open[-1].own.update(id(a) for a in arrays)
+        _open[-1].keep.extend(arrays)
+
+
 def _changing(x):
     """The hook: x is about to change in place inside the innermost region."""
     r = _open[-1]

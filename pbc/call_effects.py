@@ -1,0 +1,187 @@
+"""What a call target changes of its caller's (docs/semantics.md, rule 5).
+
+A target of `pbc.switch`, `pbc.dispatch` or a Ptr method runs on working copies of its
+arguments (pbc/dispatch.py), for the lanes that call it. Besides returning its result it
+can change three kinds of its caller's things, and the caller sees each change afterwards
+on exactly those lanes, as Python would on each lane:
+
+- an argument changed in place (`x += y`): the caller's array object takes the new value;
+- an array from an enclosing scope changed in place (`total += x`): the same;
+- an entry or field of an argument container stored into (`lst[0] = e`, `v.x = e`,
+  `o.p = e`): the caller's container holds a new object there, of each lane's value (as
+  after a branch, rule 3).
+
+An evaluated call runs one target at a time on its lanes and merges these back
+(`merge_on_lanes`). A symbolic call records every target once for all lanes, so its
+targets must share one list of outputs: a target found changing an array from outside or
+storing into a container makes the call record again with every target run by
+`in_callers_place`, which sees the arrays from outside through working copies passed as
+arguments and returns the stored entries as results.
+"""
+
+import dataclasses
+
+from ._runtime import ArrayBase
+from .errors import StateError
+from .regions import Region, adopt, copy_of
+from .routines import broadcast_lanes, scatter, select, zeros
+from .state import nodes
+from .tree import assign, children
+
+
+@dataclasses.dataclass
+class Effects:
+    """What one run of a target changed: `changed`, the positions (in the call's flat
+    arguments) of the arrays it changed in place; `outside`, [(array from an enclosing
+    scope, its value at the end)], the arrays back at their values before; `stored`,
+    {position: the array it stored there}."""
+    result: object
+    changed: set
+    outside: list
+    stored: dict
+
+
+class MoreOutputs(Exception):
+    """Internal: a symbolic call's target changes arrays from outside (`outside`) or stores
+    into its arguments' containers (at the flat positions `stored`): record it again."""
+
+    def __init__(self, outside, stored):
+        super().__init__('a call target has more outputs')
+        self.outside, self.stored = outside, stored
+
+
+def watch(run, args, inner, what, attributes, passed=()):
+    """run() (a target called on `args`, whose arrays are `inner`) and what it changed, as
+    Effects. Errors, rather than changes that could not reach the caller: changing in
+    place an attribute of an instance (`attributes()`: the ids of those arrays; its lanes
+    share it with other targets' lanes), or, through an enclosing scope, an array that is
+    also an argument (one of `passed`, the caller's arrays: the target has a copy of it;
+    a symbolic call, whose targets get copies of the arguments where derivatives flow,
+    checks this itself); storing into a container anything but an array of the entry's
+    type, or changing its length."""
+    # (the variables themselves, held: one freed while the target runs may come back as
+    # the variable of the argument's new value, which a saved index would take for none)
+    given = [type(x)(x) for x in inner]
+    where = {(id(c), j): i for i, (c, j) in enumerate(leaf_slots(args)) if c is not None}
+    entries = [(c, list(children(c))) for c in nodes(args)[0] if not isinstance(c, ArrayBase)]
+    with Region(inner) as region:
+        r = run()
+    outside = list(region.changed.values())
+    if outside:
+        mine = attributes()
+        if any(id(x) in mine for x, _ in outside):
+            raise StateError(
+                f'pbc: a target of {what} changes in place an attribute of an instance, '
+                "which its lanes share with the other targets' lanes: return the new value "
+                'instead')
+        not_passed([x for x, _ in outside], passed, what)
+    stored = {}
+    for c, before in entries:
+        now = children(c)
+        if len(now) != len(before):
+            raise StateError(f'pbc: a target of {what} changes the length of a container it '
+                             'got as an argument: return the new container instead')
+        for j, (old, new) in enumerate(zip(before, now)):
+            if new is not old:
+                stored[_stored_at(where.get((id(c), j)), old, new, what)] = new
+    changed = {i for i, (x, g) in enumerate(zip(inner, given)) if x.index != g.index}
+    return Effects(r, changed, outside, stored)
+
+
+def not_passed(outside, passed, what):
+    """Raises where a target changed in place, through a name from an enclosing scope, an
+    array of `outside` that is also among the call's arguments `passed`: it has a copy of
+    that argument, which its other names show."""
+    passed = {id(a) for a in passed}
+    if any(id(x) in passed for x in outside):
+        raise StateError(
+            f'pbc: a target of {what} changes in place, through a name from an enclosing '
+            'scope, an array it also gets as an argument: change the argument instead')
+
+
+def _stored_at(i, old, new, what):
+    """i, the position of an entry a target stored `new` into, where `old` was: an array
+    may replace an array of its type."""
+    if i is None or not isinstance(new, ArrayBase) or type(new) is not type(old):
+        raise StateError(
+            f'pbc: a target of {what} stores a {type(new).__name__} where a container it '
+            f'got as an argument held a {type(old).__name__}: only an array of the same '
+            "type can take an entry's place (or return the new value)")
+    return i
+
+
+def in_callers_place(fn, outside, stored, what, args, copies):
+    """fn(*args[0], **args[1]) for a symbolic call that records it again: with each array
+    of `outside` (from an enclosing scope, which fn changes in place) holding the value of
+    its working copy in `copies`, an argument like any other, so that what fn changes there
+    the call merges into the caller's array as it merges any argument changed in place;
+    and, where `stored` lists positions of args' arrays, returning (its result, the arrays
+    in those entries then), the entries put back. (A functools.partial of it is the
+    target: derivative calls see fn's enclosing scope through it, pbc/ad/local.py
+    Closures.)"""
+    before = [copy_of(x) for x in outside]
+    adopt(outside)
+    slots = leaf_slots(args)
+    slots = [slots[i] for i in stored]
+    given = [children(c)[j] for c, j in slots]
+    try:
+        for x, c in zip(outside, copies):
+            x._assign(c)
+        r = fn(*args[0], **args[1])
+        for x, c in zip(outside, copies):
+            c._assign(x)
+        if not stored:
+            return r
+        values = [children(c)[j] for c, j in slots]
+        for (c, j), g, v in zip(slots, given, values):
+            _stored_at(j, g, v, what)
+            put(c, j, g)
+        return r, values
+    finally:
+        for x, b in zip(outside, before):
+            x._assign(b)
+
+
+def merge_on_lanes(a, x, lanes, width, Bool):
+    """Gives array `a` the value `x` on `lanes` (of `width`): x is that of a target run on
+    just those lanes, one per lane or one for all, or, an array from an enclosing scope the
+    target changed, one per lane of the call."""
+    if len(lanes) == width:
+        a._assign(x)
+        return
+    hit = zeros(Bool, width)
+    scatter(hit, Bool(True), lanes)
+    if len(x) == width:
+        a._assign(select(hit, x, a))
+        return
+    # (a new value, not a scatter into `a`: that would write the buffer `a` shares with
+    # other arrays, and with the caller's where `a` is a branch's working copy)
+    value = zeros(type(a), width)
+    scatter(value, x if len(x) == len(lanes) else broadcast_lanes(x, len(lanes)), lanes)
+    a._assign(select(hit, value, a))
+
+
+def leaf_slots(tree):
+    """Where each array of flatten(tree) is, in its order: (its container, its position in
+    children(container)); (None, None) for tree itself if it is an array."""
+    if isinstance(tree, ArrayBase):
+        return [(None, None)]
+    out = []
+    _slots(tree, out)
+    return out
+
+
+def _slots(x, out):
+    for j, part in enumerate(children(x) or ()):
+        if isinstance(part, ArrayBase):
+            out.append((x, j))
+        else:
+            _slots(part, out)
+
+
+def put(container, j, value):
+    """Stores `value` as entry j of `container` (as children() lists them), in place."""
+    parts = list(children(container))
+    parts[j] = value
+    if not assign(container, parts):
+        raise StateError(f'pbc: cannot store into a {type(container).__name__}')
