@@ -6,7 +6,7 @@ import dataclasses
 
 import numpy as np
 import pytest
-from suite_backend import PCG32, Array3f, Array3u, Float, Float64, Matrix3f, TensorXf, UInt32
+from suite_backend import PCG32, Array3f, Array3u, Float, Float64, Matrix3f, Ptr, TensorXf, UInt32
 
 import pbc
 
@@ -234,19 +234,165 @@ def test_call_targets_change_their_arguments_in_place(call):
     assert alias.numpy().tolist() == [11, 6, 13, 12]
 
 
-def test_a_call_target_changing_an_attribute_in_place_is_an_error():
-    counter = UInt32(0, 0)
+@pytest.mark.parametrize('call', ['symbolic', 'evaluated'])
+def test_call_targets_change_arrays_from_an_enclosing_scope_on_their_lanes(call):
+    # (one value for all lanes: an evaluated call's targets run on their lanes only, and
+    # read a wider array from outside as an argument)
+    total = UInt32(5)
+    alias = total
 
-    def bump(x):
-        nonlocal counter
-        c = counter
-        c += 1                          # (not an argument of the target)
+    def add(x):
+        t = total
+        t += x                          # (not an argument of the target)
         return x
 
+    def triple(x):
+        t = total
+        t *= 3
+        return x + 1
+
+    def nothing(x):
+        return x
+
+    r = pbc.switch(UInt32(0, 1, 0, 1, 2), [add, triple, nothing],
+                   UInt32(10, 20, 30, 40, 50), mode=call)
+    assert r.numpy().tolist() == [10, 21, 30, 41, 50]
+    assert alias is total and total.numpy().tolist() == [15, 15, 35, 15, 5]
+    if call == 'symbolic':                  # (an array as wide as the call)
+        total = UInt32(1, 2, 3, 4, 5)
+        pbc.switch(UInt32(0, 1, 0, 1, 2), [add, triple, nothing], UInt32(10), mode=call)
+        assert total.numpy().tolist() == [11, 6, 13, 12, 5]
+    total = UInt32(7)                       # (no lane calls a target that changes it)
+    pbc.switch(UInt32(2, 2), [add, triple, nothing], UInt32(1), mode=call)
+    assert total.numpy().tolist() in ([7], [7, 7])
+
+
+@pytest.mark.parametrize('call', ['symbolic', 'evaluated'])
+def test_derivatives_of_arrays_a_call_target_changes_from_an_enclosing_scope(call):
+    def square_in(x):
+        t = acc
+        t += x * x
+        return x
+
+    def scale(x):
+        t = acc
+        t *= x
+        return x
+
+    def run():
+        x = Float(1.0, 2.0, 3.0, 4.0)
+        pbc.enable_grad(x)
+        pbc.switch(UInt32(0, 1, 0, 1), [square_in, scale], x, mode=call)
+        return x
+
+    acc = Float(1.0)
+    x = run()
+    assert acc.numpy().tolist() == [2, 2, 10, 4]
+    pbc.backward(acc)
+    assert pbc.grad(x).numpy().tolist() == [2, 1, 6, 1]
+    acc = Float(1.0)
+    x = run()
+    pbc.forward(x)
+    assert pbc.grad(acc).numpy().tolist() == [2, 1, 6, 1]
+
+
+@pbc.syntax
+def _calls_in_a_loop_change_a_total(sel, x, n):
+    total = UInt32(0)
+
+    def add(v):
+        t = total
+        t += v
+        return v
+
+    def twice(v):
+        t = total
+        t *= 2
+        return v
+
+    i = UInt32(0)
+    while i < n:
+        pbc.switch(sel, [add, twice], x)
+        i += 1
+    return total
+
+
+def test_call_targets_in_a_loop_change_an_array_from_outside_it(mode):
+    total = _calls_in_a_loop_change_a_total(UInt32(0, 1, 0), UInt32(3), UInt32(2, 2, 0))
+    assert total.numpy().tolist() == [6, 0, 0]
+    total = _calls_in_a_loop_change_a_total(UInt32(0, 0, 0), UInt32(3, 4, 5), UInt32(1, 2, 3))
+    assert total.numpy().tolist() == [3, 8, 15]
+
+
+@pbc.syntax
+def _power_through_calls(sel, x, n):
+    acc = Float(1.0)
+
+    def scale(v):
+        t = acc
+        t *= v
+        return v
+
+    def add(v):
+        t = acc
+        t += v
+        return v
+
+    i = UInt32(0)
+    while pbc.hint(i < n, max_iterations=4):
+        pbc.switch(sel, [scale, add], x)
+        i += 1
+    return acc
+
+
+@pytest.mark.parametrize('calls', [True, False])
+def test_derivatives_of_calls_in_a_loop_changing_an_array_from_outside_it(mode, calls):
+    with pbc.scoped_set_flag(pbc.JitFlag.SymbolicCalls, calls):
+        x = Float(2.0, 3.0, 4.0)
+        pbc.enable_grad(x)
+        r = _power_through_calls(UInt32(0, 1, 0), x, UInt32(3, 2, 1))
+        assert r.numpy().tolist() == [8, 7, 4]              # x^3, 1 + 2x, x
+        pbc.backward(r)
+        assert pbc.grad(x).numpy().tolist() == [12, 2, 1]
+        x = Float(2.0, 3.0, 4.0)
+        pbc.enable_grad(x)
+        r = _power_through_calls(UInt32(0, 1, 0), x, UInt32(3, 2, 1))
+        pbc.forward(x)
+        assert pbc.grad(r).numpy().tolist() == [12, 2, 1]
+
+
+class _Counted(pbc.Object):
+    def __init__(self, step):
+        self.count = UInt32(0)
+        self.step = step
+
+    def bump(self, x):
+        self.count += self.step         # (the instance's: every lane of it shares it)
+        return x
+
+
+@pytest.mark.parametrize('call', ['symbolic', 'evaluated'])
+def test_a_call_target_changing_an_attribute_in_place_is_an_error(call):
+    objs = [_Counted(1), _Counted(2)]
+    ptrs = Ptr[_Counted](objs + objs)
     with pytest.raises(RuntimeError) as e:
-        pbc.switch(UInt32(0, 0), [bump], UInt32(1, 2))
-    assert 'not one of its arguments' in str(e.value) + str(e.value.__cause__)
-    assert counter.numpy().tolist() == [0, 0]
+        ptrs.bump(UInt32(1, 2, 3, 4), mode=call)
+    assert 'an attribute of an instance' in str(e.value) + str(e.value.__cause__)
+    assert [o.count.numpy().tolist() for o in objs] == [[0], [0]]
+
+
+def test_a_call_target_changing_its_argument_through_an_outer_name_is_an_error():
+    x = UInt32(1, 2)
+
+    def bump(y):
+        z = x
+        z += 1                          # (x is y's object in the caller, not here)
+        return y
+
+    with pytest.raises(RuntimeError) as e:
+        pbc.switch(UInt32(0, 0), [bump], x)
+    assert 'also gets as an argument' in str(e.value) + str(e.value.__cause__)
+    assert x.numpy().tolist() == [1, 2]
 
 
 @pbc.syntax
@@ -363,17 +509,112 @@ def test_a_tensor_changed_in_place_in_a_branch_takes_the_branch_shape(mode):
     assert z.shape == (7,) and z.numpy().tolist() == [1, 1, 1, 1, 1, 0, 0]
 
 
+@dataclasses.dataclass
+class _Pair:
+    a: UInt32
+    b: UInt32
+
+
 @pytest.mark.parametrize('call', ['symbolic', 'evaluated'])
-def test_a_call_target_storing_into_an_argument_container_is_an_error(call):
-    def store(lst):
-        lst[0] = lst[0] + 1             # (the caller's list is not the target's)
+def test_call_targets_store_into_their_argument_containers(call):
+    def store(lst, v, p, d):
+        lst[0] = lst[0] + 1
+        v.x = v.y * 2
+        p.b = p.a + 10
+        d['k'] += 1                     # (in place: every name of the object sees it)
+        return lst[1]
+
+    def change(lst, v, p, d):
+        lst[0] += 5
+        d['k'] = d['k'] * 3
+        return lst[1] * 2
+
+    first, k = UInt32(1, 2, 3, 4), UInt32(1)
+    lst, v, p, d = [first, UInt32(7)], Array3f(1.0, 2.0, 3.0), _Pair(UInt32(1, 2, 3, 4),
+                                                                      UInt32(0)), {'k': k}
+    r = pbc.switch(UInt32(0, 1, 0, 2), [store, change], lst, v, p, d, mode=call)
+    assert r.numpy().tolist() == [7, 14, 7, 0]
+    # (a stored entry is a new object: the one it held changed only in place, rule 3)
+    assert lst[0].numpy().tolist() == [2, 7, 4, 4] and lst[0] is not first
+    assert first.numpy().tolist() == [1, 7, 3, 4]
+    assert v.x.numpy().tolist() == [4, 1, 4, 1] and v.y.numpy().tolist() == [2]
+    assert p.b.numpy().tolist() == [11, 0, 13, 0]
+    assert d['k'].numpy().tolist() == [2, 3, 2, 1] and k.numpy().tolist() == [2, 1, 2, 1]
+
+
+@pytest.mark.parametrize('call', ['symbolic', 'evaluated'])
+def test_derivatives_of_entries_call_targets_store(call):
+    def square(lst):
+        lst[0] = lst[0] * lst[0]
         return lst[0]
 
-    lst = [UInt32(1, 2)]
-    with pytest.raises(RuntimeError) as e:
-        pbc.switch(UInt32(0, 0), [store], lst, mode=call)
-    assert 'stores into an entry or field' in str(e.value) + str(e.value.__cause__)
-    assert lst[0].numpy().tolist() == [1, 2]
+    def keep(lst):
+        return lst[0]
+
+    for direction in ('backward', 'forward'):
+        x = Float(1.0, 2.0, 3.0)
+        pbc.enable_grad(x)
+        lst = [x * 1.0]
+        pbc.switch(UInt32(0, 1, 0), [square, keep], lst, mode=call)
+        assert lst[0].numpy().tolist() == [1, 2, 9]
+        if direction == 'backward':
+            pbc.backward(lst[0])
+            assert pbc.grad(x).numpy().tolist() == [2, 1, 6]
+        else:
+            pbc.forward(x)
+            assert pbc.grad(lst[0]).numpy().tolist() == [2, 1, 6]
+
+
+@pbc.syntax
+def _stores_through_calls_in_a_loop(sel, x, n):
+    state = [Float(1.0)]
+
+    def scale(s, v):
+        s[0] = s[0] * v
+
+    def add(s, v):
+        s[0] = s[0] + v
+
+    i = UInt32(0)
+    while pbc.hint(i < n, max_iterations=4):
+        pbc.switch(sel, [scale, add], state, x)
+        i += 1
+    return state[0]
+
+
+@pytest.mark.parametrize('calls', [True, False])
+def test_derivatives_of_calls_in_a_loop_storing_into_a_container(mode, calls):
+    with pbc.scoped_set_flag(pbc.JitFlag.SymbolicCalls, calls):
+        x = Float(2.0, 3.0, 4.0)
+        pbc.enable_grad(x)
+        r = _stores_through_calls_in_a_loop(UInt32(0, 1, 0), x, UInt32(3, 2, 1))
+        assert r.numpy().tolist() == [8, 7, 4]
+        pbc.backward(r)
+        assert pbc.grad(x).numpy().tolist() == [12, 2, 1]
+
+
+@pytest.mark.parametrize('call', ['symbolic', 'evaluated'])
+def test_a_call_target_storing_another_kind_of_value_into_a_container_is_an_error(call):
+    def to_number(lst):
+        lst[0] = 3
+        return lst[1]
+
+    def to_float(lst):
+        lst[0] = Float(lst[0])
+        return lst[1]
+
+    def grow(lst):
+        lst.append(lst[1])
+        return lst[1]
+
+    for target, words in ((to_number, 'stores a int where'),
+                          (to_float, f'stores a {Float.__name__} where'),
+                          (grow, 'the length')):
+        lst = [UInt32(1, 2), UInt32(3)]
+        with pytest.raises(RuntimeError) as e:
+            pbc.switch(UInt32(0, 0), [target], lst, mode=call)
+        assert words in str(e.value) + str(e.value.__cause__)
+        assert len(lst) == 2 and lst[0].numpy().tolist() == [1, 2]
 
 
 def _change_every_kind(v, m, t, rng, rec):
@@ -753,3 +994,86 @@ def test_derivative_loops_draw_what_the_loop_drew(direction):
         pbc.backward(_drawing_in_a_loop(a, UInt32(1, 2)))
         got = pbc.grad(a).numpy()
     np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
+def _scale_first(s, v):
+    s[0] = s[0] * v                     # (a store the loop's own code does not show)
+
+
+@pbc.syntax
+def _helper_stores_in_a_loop(x, n):
+    state = [Float(1.0)]
+    i = UInt32(0)
+    while i < n:
+        _scale_first(state, x)
+        i += 1
+    return state[0]
+
+
+@pbc.syntax
+def _helper_stores_in_a_branch(x, n):
+    state = [Float(1.0)]
+    v = Array3f(1.0, 2.0, 3.0)
+    if n > 1:
+        _scale_first(state, x)
+        _set_x(v, x)
+    return state[0], v.x
+
+
+def _set_x(v, value):
+    v.x = value
+
+
+def test_a_function_called_in_a_loop_or_branch_stores_into_a_container_it_gets(mode):
+    x, n = Float(2.0, 3.0, 4.0), UInt32(3, 2, 1)
+    assert _helper_stores_in_a_loop(x, n).numpy().tolist() == [8, 9, 4]
+    first, vx = _helper_stores_in_a_branch(x, n)
+    assert first.numpy().tolist() == [2, 3, 1] and vx.numpy().tolist() == [2, 3, 1]
+
+
+@pbc.syntax
+def _nested_functions_change_cells(x, n):
+    state = [Float(1.0)]
+    total = Float(1.0)
+    alias = Float(0.0)
+
+    def store():
+        state[0] = state[0] * x
+
+    def rebind():
+        nonlocal total
+        total = total * x
+
+    def both():
+        store()
+        rebind()
+
+    i = UInt32(0)
+    while pbc.hint(i < n, max_iterations=4):
+        both()
+        if x > 2.5:
+            rebind()
+        i += 1
+    alias = total
+    return state[0], alias
+
+
+def test_nested_functions_called_in_regions_change_the_variables_they_close_over(mode):
+    first, total = _nested_functions_change_cells(Float(2.0, 3.0, 4.0), UInt32(3, 2, 1))
+    assert first.numpy().tolist() == [8, 9, 4]
+    assert total.numpy().tolist() == [8, 81, 16]
+
+
+def test_derivatives_through_nested_functions_that_rebind_a_cell(mode):
+    x = Float(2.0, 3.0, 4.0)
+    pbc.enable_grad(x)
+    first, total = _nested_functions_change_cells(x, UInt32(3, 2, 1))
+    pbc.backward(first + total)
+    # (x^3 + x^3, x^2 + x^4, x + x^2)
+    assert pbc.grad(x).numpy().tolist() == [24, 6 + 108, 1 + 8]
+
+
+def test_a_call_target_changing_its_argument_through_an_outer_name_is_an_error_with_ad():
+    held = Float(1.0)
+    pbc.enable_grad(held)               # (derivatives may flow: the AD path of calls)
+    test_a_call_target_changing_its_argument_through_an_outer_name_is_an_error()

@@ -33,6 +33,7 @@ class Names(ast.NodeVisitor):
 
     def __init__(self):
         self.reads, self.binds, self.mutates, self.deletes, self.declared = {}, {}, {}, {}, {}
+        self.passes = {}        # names whose objects (or parts) are passed to a call
 
     @classmethod
     def of(cls, *nodes):
@@ -70,6 +71,11 @@ class Names(ast.NodeVisitor):
             name = base_name(node.func.value)
             if name is not None:
                 self.mutates.setdefault(name, node)
+        # (the function called may store into a container it gets: `f(lst)`, `f(o.p)`)
+        for arg in node.args + [k.value for k in node.keywords]:
+            name = _reached(arg.value if isinstance(arg, ast.Starred) else arg)
+            if name is not None:
+                self.passes.setdefault(name, node)
         self.generic_visit(node)
 
     def visit_Global(self, node):
@@ -120,6 +126,9 @@ class Names(ast.NodeVisitor):
         for n, where in {**inner.binds, **inner.mutates}.items():
             if n not in local:         # modifies an outer object, or nonlocal/global
                 self.mutates.setdefault(n, where)
+        for n, where in inner.passes.items():
+            if n not in local:
+                self.passes.setdefault(n, where)
         if not isinstance(node, ast.Lambda):
             self.binds.setdefault(node.name, node)
 
@@ -140,8 +149,18 @@ class Names(ast.NodeVisitor):
         for n, where in inner.mutates.items():
             if n not in targets:
                 self.mutates.setdefault(n, where)
+        for n, where in inner.passes.items():
+            if n not in targets:
+                self.passes.setdefault(n, where)
 
     visit_ListComp = visit_SetComp = visit_DictComp = visit_GeneratorExp = _comprehension
+
+
+def _reached(node):
+    """`x` for x, x.a, x[i].b (an object reached from x without calling anything)."""
+    while isinstance(node, (ast.Attribute, ast.Subscript)):
+        node = node.value
+    return node.id if isinstance(node, ast.Name) else None
 
 
 def _all_args(args):
@@ -364,3 +383,36 @@ def first_use_order(fn):
             if key < order.get(node.id, (2,)):
                 order[node.id] = key
     return order
+
+
+def cells(fn, local):
+    """(captured, effects) for function `fn` whose local variables are `local`: those that
+    functions, lambdas and classes nested in it read or bind (its cells), and, per function
+    defined in it (by name), the cells it binds (`nonlocal`), changes (`x[0] = e`, `x.m()`)
+    or passes to a call, itself or through the functions it reads: a loop or branch that
+    calls it writes them."""
+    captured, direct, calls = set(), {}, {}
+    for node in ast.walk(fn):
+        if node is fn or not isinstance(node, SCOPES):
+            continue
+        inner = Names.of(node.body if isinstance(node.body, list) else [node.body])
+        own = set(inner.binds)
+        if not isinstance(node, ast.ClassDef):
+            own |= {a.arg for a in _all_args(node.args)}
+        own -= set(inner.declared)
+        captured |= (set(inner.reads) | set(inner.written()) | set(inner.passes)) - own
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            changed = (set(inner.written()) | set(inner.passes)) - own
+            direct.setdefault(node.name, set()).update(changed & local)
+            calls.setdefault(node.name, set()).update(set(inner.reads) - own)
+    captured &= local
+    effects = {f: set(v) for f, v in direct.items()}
+    grown = True
+    while grown:                # (through the functions each reads, to a fixed point)
+        grown = False
+        for f, names in effects.items():
+            more = set().union(*[effects.get(g, set()) for g in calls[f] if g != f]) - names
+            if more:
+                names |= more
+                grown = True
+    return captured, effects

@@ -68,11 +68,14 @@ class IfExps(ast.NodeTransformer):
 
 
 class Rewriter:
-    def __init__(self, fn, live, assigned, local, order, where, declared=()):
+    def __init__(self, fn, live, assigned, local, order, where, declared=(), cells=None):
         self.fn, self.live, self.assigned = fn, live, assigned
         self.local, self.order, self.where = local, order, where
         self.declared = set(declared)    # the function's global/nonlocal names
         self.scopes = []            # parameters of each function being rewritten
+        # (its variables that nested functions read or bind, and what each nested function
+        # writes of them: analysis.cells)
+        self.captured, self.effects = cells or (set(), {})
 
     def function(self):
         self.fn.body = self.scoped([a.arg for a in _params(self.fn)], self.fn.body)
@@ -106,7 +109,11 @@ class Rewriter:
     def written(self, *blocks):
         out = {}
         for b in blocks:
-            out.update(Names.of(b).written())
+            names = Names.of(b)
+            out.update(names.written())
+            # (and what the nested functions it calls or passes on write of its variables)
+            for f in names.reads:
+                out.update(dict.fromkeys(sorted(self.effects.get(f, ()))))
             # a loop or branch inside assigns what its pbc.hint(include=[...]) adds
             for node in (n for s in b for n in ast.walk(s)):
                 plan = getattr(node, '_pbc', None)
@@ -145,6 +152,25 @@ class Rewriter:
             h.body = self.block(h.body)
         return s
 
+    def generated(self, name, params, body, at):
+        """A generated function (a loop's condition or body, a branch) of `params`. Those
+        that are cells of the user's function (nested functions read or bind them) are the
+        cells while it runs, holding its values, so that a nested function it calls sees
+        them and what it binds (`nonlocal x`) is the function's; afterwards the cells hold
+        what they held before (the user's function assigns the results)."""
+        cells = [p for p in params if p in self.captured]
+        if not cells:
+            return _def(name, params, body, at)
+        held = [f'_pbc_cell_{p}' for p in cells]
+        params = [f'_pbc_cell_{p}' if p in self.captured else p for p in params]
+        saved = '_pbc_cells_before'
+        prologue = [located(ast.Nonlocal(cells), at),
+                    located(ast.Assign([_name(saved, ast.Store)], _tuple(cells)), at),
+                    located(ast.Assign([_tuple(cells, ast.Store)], _tuple(held)), at)]
+        restore = located(ast.Assign([_tuple(cells, ast.Store)], _name(saved)), at)
+        return _def(name, params, prologue + [located(ast.Try(body, [], [], [restore]), at)],
+                    at)
+
     def included(self, hint):
         """The names pbc.hint(include=[...]) adds to the state: the function's local and
         global/nonlocal variables. A variable it only reads from an enclosing scope cannot be
@@ -163,10 +189,17 @@ class Rewriter:
         return [v for v in found if v in self.local and v not in taken and v in defined
                 and not v.startswith('_pbc_')]
 
-    def call(self, fn, state, targets, at, hint, labels, reads=(), rebinds=()):
+    def call(self, fn, state, targets, at, hint, labels, reads=(), rebinds=(), parts=()):
         kw = [ast.keyword('labels', ast.Tuple([ast.Constant(v) for v in labels], ast.Load()))]
         if reads:
             kw.append(ast.keyword('reads', _tuple(reads)))
+            # (the variables it only reads that it passes to a call, by position in reads:
+            # the function called may store into a container among them)
+            passes = Names.of(*parts).passes
+            passed = [ast.Tuple([ast.Constant(i), ast.Constant(v)], ast.Load())
+                      for i, v in enumerate(reads) if v in passes]
+            if passed:
+                kw.append(ast.keyword('passed', ast.Tuple(passed, ast.Load())))
         if reads and rebinds:
             kw.append(ast.keyword('rebinds', ast.Tuple([ast.Constant(v) for v in rebinds],
                                                        ast.Load())))
@@ -184,12 +217,13 @@ class Rewriter:
         reads = self.reads(s, state, s.test, s.body)
         params = state + reads
         test = IfExps().visit(s.test)
-        cond = _def(f'_pbc_cond_{n}', params, [located(ast.Return(test), s.test)], s)
+        cond = self.generated(f'_pbc_cond_{n}', params, [located(ast.Return(test), s.test)], s)
         body = self.scoped(params, s.body) + [located(ast.Return(_tuple(state)), s)]
-        body = _def(f'_pbc_body_{n}', params, body, s)
+        body = self.generated(f'_pbc_body_{n}', params, body, s)
         args = [_tuple(state), _name(cond.name), _name(body.name)]
         return before + [cond, body, self.call('while_loop', args, state, s, hint, state,
-                                               reads, _rebinds(s.body, state))] + \
+                                               reads, _rebinds(s.body, state),
+                                               [s.test, *s.body])] + \
             [a for a in after if a.test.args[0].id in state]
 
     def if_(self, s, plan):
@@ -204,13 +238,13 @@ class Rewriter:
         before, after = self.guard(args, s)
         reads = self.reads(s, args, s.body, s.orelse)
         params = args + reads
-        true, false = (_def(f'_pbc_{kind}_{n}', params, self.scoped(params, block)
+        true, false = (self.generated(f'_pbc_{kind}_{n}', params, self.scoped(params, block)
                             + [located(ast.Return(_tuple(outputs)), s)], s)
                        for kind, block in (('true', s.body), ('false', s.orelse)))
         test = IfExps().visit(s.test)
         call_args = [_tuple(args), test, _name(true.name), _name(false.name)]
         return before + [true, false, self.call('if_stmt', call_args, outputs, s, hint,
-                                                outputs, reads)] + \
+                                                outputs, reads, (), [*s.body, *s.orelse])] + \
             [a for a in after if a.test.args[0].id in outputs]
 
 

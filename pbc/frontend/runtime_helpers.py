@@ -11,7 +11,7 @@ from .._runtime import ArrayBase
 from ..routines import select
 from ..state import nodes
 from ..tensor import Tensor
-from ..tree import child_keys, children, rebuild
+from ..tree import child_keys, children, leaves, rebuild
 from ..vector import StaticArray
 from .aliases import Aliases
 from .errors import SyntaxError_, UnassignedError, UnassignedLocalError
@@ -32,7 +32,10 @@ def shown(labels):
 
 
 def _caller(depth=2):
+    """The user's file and line `depth` frames up, past this module's own frames."""
     f = sys._getframe(depth)
+    while f.f_back is not None and f.f_code.co_filename == __file__:
+        f = f.f_back
     return f.f_code.co_filename, f.f_lineno
 
 
@@ -138,8 +141,51 @@ def _substitute(x, copies):
     return x if all(a is b for a, b in zip(new, parts)) else rebuild(x, new)
 
 
+# ---- what a loop or branch passes to a call ------------------------------------------
+def _passed_containers(reads, passed):
+    """The variables a loop or branch only reads but passes to a call (`passed`: (position
+    in reads, name)) whose values are containers holding arrays: the function called may
+    store into them (`lst[0] = e`, `o.p = e`, `v.x = e`), which must reach the caller's
+    container lane by lane, as any store of the region's code does. They become state."""
+    return [(i, name) for i, name in passed if _holds_arrays(reads[i])]
+
+
+def _holds_arrays(x):
+    if isinstance(x, ArrayBase) or children(x) is None:
+        return False
+    try:
+        return next(leaves(x), None) is not None
+    except RuntimeError:            # (a container that holds itself)
+        return False
+
+
+def _with_state(fn, n, m):
+    """fn(*own, *reads) of a loop's or branch's code, called as fn(*own, *more, *reads)
+    with `m` more state variables after its `n` own: those it gets (working copies, which
+    fn may change in place) it returns after its own results."""
+    def run(*a):
+        return (*fn(*a[:n], *a[n + m:]), *a[n:n + m])
+    run._pbc_body = getattr(fn, '_pbc_body', fn)
+    return run
+
+
 # ---- while -----------------------------------------------------------------------------
-def while_loop(state, cond, body, labels=(), reads=(), rebinds=(), **kwargs):
+def while_loop(state, cond, body, labels=(), reads=(), rebinds=(), passed=(), **kwargs):
+    moved = _passed_containers(reads, passed)
+    if not moved:
+        return _while_loop(state, cond, body, labels, reads, rebinds, **kwargs)
+    n, m = len(state), len(moved)
+    state = tuple(state) + tuple(reads[i] for i, _ in moved)
+    labels = tuple(labels) + tuple(name for _, name in moved)
+
+    def test(*a):
+        return cond(*a[:n], *a[n + m:])
+    test._pbc_body = cond
+    out = _while_loop(state, test, _with_state(body, n, m), labels, reads, rebinds, **kwargs)
+    return out[:n]
+
+
+def _while_loop(state, cond, body, labels=(), reads=(), rebinds=(), **kwargs):
     state, labels = tuple(state), tuple(labels)
     brk = next((i for i, v in enumerate(labels) if v.startswith(BREAK)), None)
     c = _stopping(cond, brk, reads)(*state)          # Python or JIT? (computed once)
@@ -269,7 +315,19 @@ def _python_loop(state, cond, body, c):
 
 
 # ---- if --------------------------------------------------------------------------------
-def if_stmt(args, cond, true_fn, false_fn, labels=(), reads=(), **kwargs):
+def if_stmt(args, cond, true_fn, false_fn, labels=(), reads=(), passed=(), **kwargs):
+    moved = _passed_containers(reads, passed) if is_jit(cond) else ()
+    if not moved:
+        return _if_stmt(args, cond, true_fn, false_fn, labels, reads, **kwargs)
+    n, m, k = len(args), len(moved), len(labels)
+    args = tuple(args) + tuple(reads[i] for i, _ in moved)
+    labels = tuple(labels) + tuple(name for _, name in moved)
+    out = _if_stmt(args, cond, _with_state(true_fn, n, m), _with_state(false_fn, n, m),
+                   labels, reads, **kwargs)
+    return out[:k]
+
+
+def _if_stmt(args, cond, true_fn, false_fn, labels=(), reads=(), **kwargs):
     if not is_jit(cond):
         return true_fn(*args, *reads) if cond else false_fn(*args, *reads)
     labels, where = tuple(labels), _caller()

@@ -17,7 +17,15 @@ import textwrap
 import types
 
 from . import runtime_helpers
-from .analysis import Assigned, Liveness, escaping, first_use_order, function_locals, param_names
+from .analysis import (
+    Assigned,
+    Liveness,
+    cells,
+    escaping,
+    first_use_order,
+    function_locals,
+    param_names,
+)
 from .errors import Located, SourceUnavailableError, SyntaxError_
 from .hints import CTL
 from .lowering import Lowerer
@@ -126,7 +134,7 @@ def process(fdef, fn, where, recursive, outer_locals=()):
     live = Liveness(fdef.body, escaping(fdef))
     assigned = Assigned(fdef.body, param_names(fdef))
     Rewriter(fdef, live, assigned, local, first_use_order(fdef), where,
-             set(declared)).function()
+             set(declared), cells(fdef, local)).function()
     ast.fix_missing_locations(fdef)
 
 
