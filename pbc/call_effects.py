@@ -9,17 +9,21 @@ on exactly those lanes, as Python would on each lane:
 - an array from an enclosing scope changed in place (`total += x`): the same;
 - an entry or field of an argument container stored into (`lst[0] = e`, `v.x = e`,
   `o.p = e`): the caller's container holds a new object there, of each lane's value (as
-  after a branch, rule 3).
+  after a branch, rule 3);
+- a variable of an enclosing function that holds an array, bound to another object
+  (`nonlocal t; t = t + x`): the same, for the variable (its cell).
 
 An evaluated call runs one target at a time on its lanes and merges these back
 (`merge_on_lanes`). A symbolic call records every target once for all lanes, so its
 targets must share one list of outputs: a target found changing an array from outside or
 storing into a container makes the call record again with every target run by
 `in_callers_place`, which sees the arrays from outside through working copies passed as
-arguments and returns the stored entries as results.
+arguments and returns the stored entries and rebound variables as results.
 """
 
 import dataclasses
+import functools
+import types
 
 from ._runtime import ArrayBase
 from .errors import StateError
@@ -34,24 +38,27 @@ class Effects:
     """What one run of a target changed: `changed`, the positions (in the call's flat
     arguments) of the arrays it changed in place; `outside`, [(array from an enclosing
     scope, its value at the end)], the arrays back at their values before; `stored`,
-    {position: the array it stored there}."""
+    {position: the array it stored there}; `rebound`, [(cell of an enclosing function's
+    variable, the array it bound it to)], the cells back at their arrays before."""
     result: object
     changed: set
     outside: list
     stored: dict
+    rebound: list
 
 
 class MoreOutputs(Exception):
-    """Internal: a symbolic call's target changes arrays from outside (`outside`) or stores
-    into its arguments' containers (at the flat positions `stored`): record it again."""
+    """Internal: a symbolic call's target changes arrays from outside (`outside`), stores
+    into its arguments' containers (at the flat positions `stored`) or binds variables of
+    enclosing functions to other arrays (their `cells`): record it again."""
 
-    def __init__(self, outside, stored):
+    def __init__(self, outside, stored, cells):
         super().__init__('a call target has more outputs')
-        self.outside, self.stored = outside, stored
+        self.outside, self.stored, self.cells = outside, stored, cells
 
 
-def watch(run, args, inner, what, attributes, passed=()):
-    """run() (a target called on `args`, whose arrays are `inner`) and what it changed, as
+def watch(fn, run, args, inner, what, attributes, passed=()):
+    """run() (target `fn` called on `args`, whose arrays are `inner`) and what it changed, as
     Effects. Errors, rather than changes that could not reach the caller: changing in
     place an attribute of an instance (`attributes()`: the ids of those arrays; its lanes
     share it with other targets' lanes), or, through an enclosing scope, an array that is
@@ -64,8 +71,26 @@ def watch(run, args, inner, what, attributes, passed=()):
     given = [type(x)(x) for x in inner]
     where = {(id(c), j): i for i, (c, j) in enumerate(leaf_slots(args)) if c is not None}
     entries = [(c, list(children(c))) for c in nodes(args)[0] if not isinstance(c, ArrayBase)]
+    cells, held = array_cells(fn)
+    cells = [(cell, cell.cell_contents) for cell in cells]
+    held = _containers(held)
     with Region(inner) as region:
         r = run()
+    for c, before in held:
+        # (an entry that held an array: other changes, `seen.append(x)`, are Python's own)
+        if any(a is not b and isinstance(a, ArrayBase) for a, b in zip(before, children(c))):
+            for d, parts in held:
+                assign(d, parts)
+            raise StateError(
+                f'pbc: a target of {what} stores into an entry or field of a container of '
+                'an enclosing function: pass the container to it as an argument (then the '
+                'caller sees what it stores, lane by lane)')
+    rebound = []
+    for cell, before in cells:
+        now = cell.cell_contents
+        if now is not before:
+            cell.cell_contents = before
+            rebound.append((cell, _bound(before, now, what)))
     outside = list(region.changed.values())
     if outside:
         mine = attributes()
@@ -85,7 +110,66 @@ def watch(run, args, inner, what, attributes, passed=()):
             if new is not old:
                 stored[_stored_at(where.get((id(c), j)), old, new, what)] = new
     changed = {i for i, (x, g) in enumerate(zip(inner, given)) if x.index != g.index}
-    return Effects(r, changed, outside, stored)
+    return Effects(r, changed, outside, stored, rebound)
+
+
+def _bound(old, new, what):
+    """`new`, the array a target bound a variable holding the array `old` to."""
+    if not isinstance(new, ArrayBase) or type(new) is not type(old):
+        raise StateError(
+            f'pbc: a target of {what} binds a variable of an enclosing function that held '
+            f'a {type(old).__name__} to a {type(new).__name__}: only an array of the same '
+            'type can take its place (or return the new value)')
+    return new
+
+
+def _containers(roots, depth=3):
+    """[(container, its entries)] for the containers in `roots` and those they hold,
+    `depth` levels down, each once."""
+    out, seen, level = [], set(), list(roots)
+    for _ in range(depth):
+        below = []
+        for c in level:
+            parts = None if isinstance(c, ArrayBase) or id(c) in seen else children(c)
+            if parts is None:
+                continue
+            seen.add(id(c))
+            out.append((c, list(parts)))
+            below += parts
+        level = below
+    return out
+
+
+def array_cells(fn):
+    """(cells, containers): the cells of the enclosing functions' variables that `fn`
+    reads or binds and that hold arrays, and the containers of arrays that the others hold:
+    those of the functions it is made of (a functools.partial's, a call target's of
+    pbc/ad/call.py, a bound method's) and of the functions they hold."""
+    out, containers, seen, stack = {}, {}, set(), [fn]
+    while stack:
+        f = stack.pop()
+        if id(f) in seen:
+            continue
+        seen.add(id(f))
+        if isinstance(f, functools.partial):
+            stack += [f.func] + [a for a in (*f.args, *f.keywords.values())
+                                 if callable(a) and not isinstance(a, type)]
+            continue
+        f = getattr(f, '__func__', f)
+        if not isinstance(f, types.FunctionType) and hasattr(f, '__wrapped__'):
+            stack.append(f.__wrapped__)     # (a wrapper: pbc/ad/call.Target)
+        for cell in getattr(f, '__closure__', None) or ():
+            try:
+                value = cell.cell_contents
+            except ValueError:          # (not assigned yet)
+                continue
+            if isinstance(value, ArrayBase):
+                out[id(cell)] = cell
+            elif callable(value) and not isinstance(value, type):
+                stack.append(value)
+            elif children(value) is not None:
+                containers[id(value)] = value
+    return list(out.values()), list(containers.values())
 
 
 def not_passed(outside, passed, what):
@@ -99,6 +183,20 @@ def not_passed(outside, passed, what):
             'scope, an array it also gets as an argument: change the argument instead')
 
 
+def cells_passing(fns, outside, passed, what):
+    """The cells of the variables of enclosing functions of `fns` (a symbolic call's
+    targets) that hold an array of `outside` (changed in place by a target) that is also
+    one of the call's arguments `passed`; those arrays leave `outside` (the cells will
+    hold the targets' copies of them, one object with the argument, as in Python). One
+    not reached through such a cell is an error (not_passed)."""
+    ids = {id(a) for a in passed} & {id(x) for x in outside}
+    cells = [c for fn in fns for c in array_cells(fn)[0] if id(c.cell_contents) in ids]
+    through = {id(c.cell_contents) for c in cells}
+    not_passed([x for x in outside if id(x) not in through], passed, what)
+    outside[:] = [x for x in outside if id(x) not in ids]
+    return cells
+
+
 def _stored_at(i, old, new, what):
     """i, the position of an entry a target stored `new` into, where `old` was: an array
     may replace an array of its type."""
@@ -110,36 +208,67 @@ def _stored_at(i, old, new, what):
     return i
 
 
-def in_callers_place(fn, outside, stored, what, args, copies):
+def in_callers_place(fn, outside, stored, cells, rebinds, what, args, copies):
     """fn(*args[0], **args[1]) for a symbolic call that records it again: with each array
     of `outside` (from an enclosing scope, which fn changes in place) holding the value of
     its working copy in `copies`, an argument like any other, so that what fn changes there
     the call merges into the caller's array as it merges any argument changed in place;
-    and, where `stored` lists positions of args' arrays, returning (its result, the arrays
-    in those entries then), the entries put back. (A functools.partial of it is the
-    target: derivative calls see fn's enclosing scope through it, pbc/ad/local.py
-    Closures.)"""
+    with each of `cells` (of enclosing functions' variables that fn binds to other arrays,
+    or through which it changes an argument) holding its working copy, the next in
+    `copies`, noting in `rebinds` (a list, one flag per cell) those it binds; and, where
+    `stored` lists positions of args' arrays or `cells` is not empty, returning (its
+    result, the arrays in those entries then, those in the cells then), the entries and
+    cells put back. (A
+    functools.partial of it is the target: derivative calls see fn's enclosing scope
+    through it, pbc/ad/local.py Closures.)"""
     before = [copy_of(x) for x in outside]
     adopt(outside)
     slots = leaf_slots(args)
     slots = [slots[i] for i in stored]
     given = [children(c)[j] for c, j in slots]
+    held = [cell.cell_contents for cell in cells]
     try:
         for x, c in zip(outside, copies):
             x._assign(c)
+        for cell, c in zip(cells, copies[len(outside):]):
+            cell.cell_contents = c
         r = fn(*args[0], **args[1])
         for x, c in zip(outside, copies):
             c._assign(x)
-        if not stored:
+        if not stored and not cells:
             return r
         values = [children(c)[j] for c, j in slots]
         for (c, j), g, v in zip(slots, given, values):
             _stored_at(j, g, v, what)
             put(c, j, g)
-        return r, values
+        copies = copies[len(outside):]
+        bound = [cell.cell_contents for cell in cells]
+        for k, (b, c, h) in enumerate(zip(bound, copies, held)):
+            if b is not c:
+                rebinds[k] = True
+                _bound(h, b, what)
+        return r, values, bound
     finally:
+        for cell, h in zip(cells, held):
+            cell.cell_contents = h
         for x, b in zip(outside, before):
             x._assign(b)
+
+
+def argument_cells(fn, arguments):
+    """For target `fn` of an evaluated call: the cells of the enclosing functions'
+    variables it reads that hold one of the call's arguments (by id in `arguments`:
+    array -> the target's copy of it) hold that copy, one object with the argument as in
+    Python, until the caller puts them back: [(cell, its array)]. (Other arrays it reads
+    from enclosing scopes stay as they are: one as wide as the call may be a buffer it
+    gathers from or scatters into, as well as a value per lane.)"""
+    cells = []
+    for cell in array_cells(fn)[0]:
+        x = cell.cell_contents
+        if id(x) in arguments:
+            cell.cell_contents = arguments[id(x)]
+            cells.append((cell, x))
+    return cells
 
 
 def merge_on_lanes(a, x, lanes, width, Bool):

@@ -25,7 +25,7 @@ from .errors import SizeError, StateError, call_user
 from .evaluate import eval as _eval
 from .evaluate import eval_pending
 from .flags import JitFlag, flag
-from .regions import Region, copy_of
+from .regions import copy_of
 from .routines import broadcast_lanes, full, gather, select, zeros
 from .state import per_object, working_copy
 from .tree import children, flatten, mismatch, rebuild
@@ -257,14 +257,19 @@ def _call(selector, targets, args, mode, what, mask=None):
         return _evaluated(keys, targets, args, flat, what)
     # (recorded again while its targets turn out to change more of the caller's than
     # their arguments in place: call_effects)
-    outside, stored = [], set()
+    outside, stored, cells = [], set(), []
     for _ in range(MAX_RECORDINGS):
         try:
-            return _symbolic_call(selector, targets, args, what, outside, sorted(stored))
+            return _symbolic_call(selector, targets, args, what, outside, sorted(stored),
+                                  cells)
         except call_effects.MoreOutputs as more:
-            call_effects.not_passed(more.outside, flatten(args)[0], what)
+            # (an argument a target changes through a variable of an enclosing function:
+            # the cell holds the target's copy of it)
+            more.cells += call_effects.cells_passing(
+                [fn for _, fn, _ in targets], more.outside, flatten(args)[0], what)
             outside += [x for x in more.outside if all(x is not o for o in outside)]
             stored |= more.stored
+            cells += [c for c in more.cells if all(c is not o for o in cells)]
     raise RuntimeError(f'pbc: {what}: what its targets change does not settle')
 
 
@@ -293,33 +298,43 @@ def _lanes(selector, args, what):
 MAX_RECORDINGS = 64
 
 
-def _symbolic_call(selector, targets, args, what, outside, stored):
+def _symbolic_call(selector, targets, args, what, outside, stored, cells):
     """The symbolic call of `targets` on `args`, where they change in place the arrays
-    `outside` (from enclosing scopes) or store into the entries of args' containers at the
-    positions `stored` (call_effects.in_callers_place)."""
-    given = args
-    if outside or stored:
+    `outside` (from enclosing scopes), store into the entries of args' containers at the
+    positions `stored` or bind the variables of enclosing functions whose `cells` hold
+    arrays to others (call_effects.in_callers_place)."""
+    given, rebinds = args, [False] * len(cells)
+    if outside or stored or cells:
         targets = [(key, functools.partial(call_effects.in_callers_place, fn, tuple(outside),
-                                           stored, what), obj) for key, fn, obj in targets]
-        args = ((args, list(outside)), {})
+                                           stored, tuple(cells), rebinds, what), obj)
+                   for key, fn, obj in targets]
+        args = ((args, list(outside) + [cell.cell_contents for cell in cells]), {})
     selector, flat, active, _ = _lanes(selector, args, what)
+    # (the caller's arguments, which variables of enclosing functions may hold too: there,
+    # the targets see their copies of them)
+    shown = flatten(given)[0] if given is not args else flat[0]
     # (also inside suspend_grad(): a target may propagate derivatives itself, in a local
     # resume_grad() scope)
     if _runtime.ad_live_count() and not _runtime.ad_collecting():
         tables = {}
         r = ad_call.symbolic_call(
-            targets, flat, lambda t, f: _symbolic(selector, active, t, f, what, tables),
+            targets, flat,
+            lambda t, f: _symbolic(selector, active, t, f, what, tables, list(shown)),
             lambda a, new: a._assign(select(_calling(selector, active, targets), new, a)))
     else:
-        r = _symbolic(selector, active, targets, flat, what)
-    if not stored:
+        r = _symbolic(selector, active, targets, flat, what, shown=list(shown))
+    if not stored and not cells:
         return r
-    # (each stored entry: a new object, the targets' values on their lanes)
-    r, values = r
+    # (each stored entry and rebound variable: a new object, the targets' values on their
+    # lanes)
+    r, values, bound = r
     lanes = _calling(selector, active, targets)
     slots, arrays = call_effects.leaf_slots(given), flatten(given)[0]
     for i, v in zip(stored, values):
         call_effects.put(*slots[i], select(lanes, v, arrays[i]))
+    for cell, v, rebound in zip(cells, bound, rebinds):
+        if rebound:
+            cell.cell_contents = select(lanes, v, cell.cell_contents)
     return r
 
 
@@ -370,7 +385,7 @@ def _watched(fn, args, inner, what, hint='', owners=(), passed=()):
     `inner` are the arrays in `args`, `owners` the call's instances, `passed` the caller's
     argument arrays."""
     return call_effects.watch(
-        lambda: run_target(fn, args, what, hint), args, inner, what,
+        fn, lambda: run_target(fn, args, what, hint), args, inner, what,
         lambda: {id(a) for o in owners for *_, a in _array_attributes(o)}, passed)
 
 
@@ -379,7 +394,7 @@ class _ChangedArguments(Exception):
     their new values as outputs of every target."""
 
 
-def _symbolic(selector, active, targets, flat, what, tables=None):
+def _symbolic(selector, active, targets, flat, what, tables=None, shown=()):
     """Records every target once, in a scope of its own; the kernel runs each target only
     for the lanes (and vectors) that select it. (flat: flatten() of the arguments.) A
     call's derivative calls (pbc/ad/call.py) read the instances' attributes from the tables
@@ -389,13 +404,14 @@ def _symbolic(selector, active, targets, flat, what, tables=None):
     changed = ()
     for _ in range(len(flat[0]) + 1):
         try:
-            return _symbolic_once(selector, active, targets, flat, what, tables, changed)
+            return _symbolic_once(selector, active, targets, flat, what, tables, changed,
+                                  shown)
         except _ChangedArguments as more:
             changed = tuple(sorted(set(changed) | more.args[0]))
     raise RuntimeError(f'pbc: {what}: the arguments its targets change do not settle')
 
 
-def _symbolic_once(selector, active, targets, flat, what, tables, changed):
+def _symbolic_once(selector, active, targets, flat, what, tables, changed, shown):
     width = len(selector)
     arrays, build = flat
     optimize = flag(JitFlag.OptimizeCalls)
@@ -436,13 +452,20 @@ def _symbolic_once(selector, active, targets, flat, what, tables, changed):
                 inner = per_object(arrays, lambda a, s=start: type(a)(a) if id(a) in literal
                                    else _runtime.wrap_index(type(a), _runtime.call_arg(s, a)))
                 _enter(id(obj), what)
+                # (a variable of an enclosing function bound to one of the caller's
+                # arguments, `shown`, the first of the arrays: the target's copy of it)
+                cells = call_effects.argument_cells(
+                    fn, {id(a): x for a, x in zip(shown, inner)})
                 try:
                     seen = _watched(fn, build(inner), inner, what, owners=owners)
                 finally:
                     _active_calls.pop()
-                if seen.outside or seen.stored:
+                    for cell, x in cells:
+                        cell.cell_contents = x
+                if seen.outside or seen.stored or seen.rebound:
                     raise call_effects.MoreOutputs([x for x, _ in seen.outside],
-                                                   set(seen.stored))
+                                                   set(seen.stored),
+                                                   [c for c, _ in seen.rebound])
                 r, more = seen.result, seen.changed
                 if more - set(changed):
                     raise _ChangedArguments(more)
@@ -682,7 +705,7 @@ def _evaluated(selector, targets, args, flat, what):
     # (with derivatives: per target scattered, its lanes and result arrays, for the node
     # that links them to the call's result)
     parts = [] if _runtime.ad_live_count() else None
-    later = _Later([obj for _, _, obj in targets if isinstance(obj, Object)], [], [])
+    later = _Later([obj for _, _, obj in targets if isinstance(obj, Object)], [], [], [])
     for members in _rounds(targets, groups):
         for (_key, fn, obj), lanes in members:
             out, first = _run_on_lanes(fn, obj, flat, lanes, width, Bool, selector, what,
@@ -691,7 +714,7 @@ def _evaluated(selector, targets, args, flat, what):
         # One evaluation per round: its targets' kernels compile together (see
         # compile_many) and launch back to back.
         _eval(out)
-    if later.outside or later.stored:
+    if later.outside or later.stored or later.rebound:
         saved = _runtime.masks_take()       # (the scatters to the lanes are not masked)
         try:
             later.merge(args, flat[0], width, Bool)
@@ -704,9 +727,10 @@ def _evaluated(selector, targets, args, flat, what):
         _key, fn, obj = targets[0]
         _runtime.mask_push(full(Bool, False, width))
         try:
-            # (what it changes in place outside, on no lane, the region puts back)
-            with Region(()):
-                out = _zeros_like(run_target(fn, working_copy(args), what), width, selector)
+            # (what it changes of its caller's, on no lane, is put back: its effects)
+            sub = working_copy(args)
+            seen = _watched(fn, sub, flatten(sub)[0], what, owners=later.owners)
+            out = _zeros_like(seen.result, width, selector)
         finally:
             _runtime.mask_pop()
     return out
@@ -717,16 +741,19 @@ class _Later:
     """What an evaluated call's targets change of their caller's besides their arguments,
     merged once every target has run (until then, targets read it as it was): `outside`,
     [(array from an enclosing scope, its value, lanes)]; `stored`, [(position in the
-    arguments' arrays of an entry a target stored into, its value, lanes)]. `owners`: the
-    call's instances."""
+    arguments' arrays of an entry a target stored into, its value, lanes)]; `rebound`,
+    [(cell of a variable of an enclosing function, the array a target bound it to,
+    lanes)]. `owners`: the call's instances."""
     owners: list
     outside: list
     stored: list
+    rebound: list
 
     def merge(self, args, arrays, width, Bool):
         for a, x, lanes in self.outside:
             call_effects.merge_on_lanes(a, x, lanes, width, Bool)
-        # (a stored entry: a new object, each target's value on its lanes)
+        # (a stored entry or rebound variable: a new object, each target's value on its
+        # lanes)
         new = {}
         for i, x, lanes in self.stored:
             if i not in new:
@@ -735,6 +762,13 @@ class _Later:
         slots = call_effects.leaf_slots(args)
         for i, value in new.items():
             call_effects.put(*slots[i], value)
+        cells = {}
+        for cell, x, lanes in self.rebound:
+            if id(cell) not in cells:
+                cells[id(cell)] = cell, copy_of(cell.cell_contents)
+            call_effects.merge_on_lanes(cells[id(cell)][1], x, lanes, width, Bool)
+        for cell, value in cells.values():
+            cell.cell_contents = value
 
 
 def _run_on_lanes(fn, obj, flat, lanes, width, Bool, selector, what, out, first, fill,
@@ -762,7 +796,16 @@ def _run_on_lanes(fn, obj, flat, lanes, width, Bool, selector, what, out, first,
             f'{len(lanes)} lanes that call it: pass arrays as wide as the call ({width}) '
             'as arguments instead of reading them from an enclosing scope, or call '
             'symbolically)')
-        seen = _watched(fn, sub, inner, what, hint, later.owners, arrays)
+        # (the variables of enclosing functions it reads that hold an array per lane of
+        # the call: their values on its lanes while it runs, as its arguments)
+        # (a variable of an enclosing function bound to an argument is the target's copy
+        # of it there too)
+        cells = call_effects.argument_cells(fn, {id(a): x for a, x in zip(arrays, inner)})
+        try:
+            seen = _watched(fn, sub, inner, what, hint, later.owners, arrays)
+        finally:
+            for cell, x in cells:
+                cell.cell_contents = x
         r = _as_arrays(seen.result, selector)
         # (an argument the target changed in place: the caller's object, on its lanes; an
         # array from an enclosing scope, once every target has run: until then they read
@@ -771,6 +814,7 @@ def _run_on_lanes(fn, obj, flat, lanes, width, Bool, selector, what, out, first,
             call_effects.merge_on_lanes(arrays[i], inner[i], lanes, width, Bool)
         later.outside.extend((a, x, lanes) for a, x in seen.outside)
         later.stored.extend((i, x, lanes) for i, x in seen.stored.items())
+        later.rebound.extend((cell, x, lanes) for cell, x in seen.rebound)
         if whole:
             _check_results(flatten(r)[0], width, what)
             return _widened(r, width), r

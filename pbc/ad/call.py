@@ -135,6 +135,7 @@ class Target:
     def __init__(self, fn, diff, kind, size=0, build=None, seeds=(), into=None,
                  scattered=None, moved=()):
         self.fn, self.diff, self.kind, self.moved = fn, diff, kind, moved
+        self.__wrapped__ = fn           # (what it runs: pbc/call_effects.array_cells)
         # (derivative calls: how many arrays the arguments are, their structure, and the
         # call's implicit inputs, which forward mode seeds with their tangents)
         self.size, self.build, self.seeds = size, build, seeds
