@@ -1,3 +1,4 @@
+# ruff: noqa: E501  (the programs as the generator wrote them)
 """Programs the random-program tests (tests/test_inplace_fuzz.py) found wrong, reduced:
 each ran against the oracle on the inputs of its seed (programs.inputs). Keyed by seed."""
 
@@ -416,5 +417,193 @@ def f(a, b, v, lst, d, o, k, acc):
         c1 += 1
         pbc.switch((k + c1) % 4, (g0, g1, g2), s, t, k, rng)
     return (a, b, s, t, y, z, m, v, lst, d, o)
+''',
+    21100056: '''\
+@pbc.syntax
+def g0(x, y, k, c):
+    w = Float64(0.214) + y
+    pbc.switch((k * 1 + 3) % 4, CALLS, c[1], w)
+    return ((y / (1.5 + x * x)) + Float64(k))
+@pbc.syntax
+def g1(x, y, k, c):
+    w = Float64(0.002) + y
+    c[1] -= y
+    return (pbc.cos(c[0]) * (w * (0.310 + Float64(k)) * 0.5))
+@pbc.syntax
+def g2(x, y, k, c):
+    w = Float64(0.801) + y
+    c[0] = (x - (w + x))
+    c[1] += c[1]
+    return (-1.591 + Float64(k))
+def f(a, b, v, lst, d, o, k, acc):
+    s = Float64(-1.469) + a
+    t = Float64(-0.907)
+    y = a
+    z = s * -0.701
+    u = [Float64(1.967) + a, Float64(1.624)]
+    m = (k & 1) != 0
+    def h():
+        d['p'] *= (pbc.select((k & 1) != 0, pbc.sin(t), (pbc.cos((-0.223 + Float64(k))) * a)) * 0.5)
+        o.p -= ((v.x * Float64(k) * 0.5) / (1.5 + lst[1] * lst[1]))
+    def r(x):
+        nonlocal b
+        b = ((1.998 + Float64(k)) + 0.0)
+        return (((s - z) * b * 0.5) + 0.0)
+    t -= pbc.sin((0.775 + Float64(k)))
+    t /= (1.5 + (0.258 + Float64(k)) * (0.258 + Float64(k)))
+    if (k % 3) == 2:
+        v.x = (Float64(k) + (0.467 + Float64(k)))
+        pbc.switch((k * 1 + 0) % 3, (r, r), b, mode='symbolic')
+        lst[0] = v[2]
+    elif (k % 3) == 2:
+        y = pbc.switch((k * 1 + 0) % 4, (g0, g1, g2), o.p, z, k, u, mode='symbolic')
+        d['p'] = v.x
+        lst[0] = z
+    else:
+        if pbc.hint((k % 3) == 0, mode='symbolic'):
+            b += ((Float64(k) / (1.5 + s * s)) * o.p * 0.5)
+        elif (k % 3) == 0:
+            v *= s
+        h()
+        h()
+    z -= z
+    s += a
+    y = (-0.427 + Float64(k))
+    return (a, b, s, t, y, z, m, v, lst, d, o, u)
+''',
+    21100185: '''\
+@pbc.syntax
+def g0(x, y, k, c):
+    w = y
+    y = w
+    pbc.switch((k * 1 + 6) % 4, CALLS, y, c[0], mode='symbolic')
+    return (c[1] + 0)
+@pbc.syntax
+def g1(x, y, k, c):
+    w = Float64(-1.457) + y
+    pbc.switch((k * 5 + 3) % 4, CALLS, c[1], y, mode='symbolic')
+    y = w
+    y -= (((1.090 + Float64(k)) * (-1.933 + Float64(k)) * 0.5) - pbc.sin(c[1]))
+    return (x + (pbc.cos(x) * (-1.239 + Float64(k))))
+@pbc.syntax
+def g2(x, y, k, c):
+    w = Float64(-1.883) + y
+    pbc.switch((k * 1 + 4) % 4, CALLS, w, c[0])
+    return (pbc.select(k > 1, w, x) * (y - c[1]) * 0.5)
+def f(a, b, v, lst, d, o, k, acc):
+    s = Float64(-0.832) + a
+    t = Float64(-1.683)
+    y = Float64(0.889)
+    z = s * 0.588
+    u = [Float64(-1.989) + a, Float64(-1.408)]
+    m = (k & 3) != 0
+    def h():
+        v.x = (((-0.658 + Float64(k)) - v.y) - (Float64(k) + a))
+    def r(x):
+        nonlocal t
+        t /= (1.5 + x * x)
+        return (Float64(k) + 0.0)
+    b = (-1.964 + Float64(k))
+    pbc.switch((k * 3 + 5) % 3, (r, r), t, mode='symbolic')
+    c1 = UInt32(0)
+    while pbc.hint(c1 < 3, max_iterations=8):
+        c1 += 1
+        v *= lst[1]
+        pbc.switch((k + c1) % 4, (g0, g1, g2), lst[1], s, k, u)
+        v[2] -= (pbc.cos((y * o.p * 0.5)) * Float64(k))
+    y += ((Float64(k) - (-1.107 + Float64(k))) * (lst[0] / (1.5 + a * a)) * 0.5)
+    a *= (t * 0.5)
+    r(v[2])
+    return (a, b, s, t, y, z, m, v, lst, d, o, u)
+''',
+    21100062: '''\
+@pbc.syntax
+def g0(x, y, k, c):
+    w = y
+    c1 = UInt32(0)
+    while pbc.hint(c1 < (k & 3), max_iterations=8):
+        c1 += 1
+        c2 = UInt32(0)
+        while pbc.hint(c2 < (k % 4), max_iterations=8):
+            c2 += 1
+            y *= (Float64(k) * 0.5)
+    y -= pbc.sin((1.843 + Float64(k)))
+    if (k % 3) == 1:
+        x = (c[1] + 0.0)
+    elif pbc.hint(k > 5, mode='symbolic'):
+        if k > 7:
+            c[0] -= (pbc.cos((w + y)) * pbc.select((k & 3) != 0, w, (-1.937 + Float64(k))))
+    else:
+        x = (w + pbc.select((k % 3) == 2, Float64(k), y))
+    return (y + 0)
+@pbc.syntax
+def g1(x, y, k, c):
+    w = y
+    x = w
+    return (c[1] + 0)
+@pbc.syntax
+def g2(x, y, k, c):
+    w = Float64(-0.207) + y
+    c[0] = (pbc.select((k % 3) == 2, (1.255 + Float64(k)), (-0.988 + Float64(k))) * (x * (-0.496 + Float64(k)) * 0.5) * 0.5)
+    return ((pbc.cos(w) * (1.733 + Float64(k))) / (1.5 + (y * Float64(k) * 0.5) * (y * Float64(k) * 0.5)))
+def f(a, b, v, lst, d, o, k, acc):
+    s = Float64(-0.914) + a
+    t = Float64(-1.496)
+    y = a
+    z = lst[0]
+    u = [Float64(-1.690) + a, Float64(-1.589)]
+    m = (k & 3) != 0
+    def h():
+        o.p /= (1.5 + (s / (1.5 + lst[0] * lst[0])) * (s / (1.5 + lst[0] * lst[0])))
+        v.x /= (1.5 + (1.772 + Float64(k)) * (1.772 + Float64(k)))
+    c1 = UInt32(0)
+    while pbc.hint(c1 < (k & 3), max_iterations=8, mode='symbolic'):
+        c1 += 1
+        t = (pbc.sin((1.409 + Float64(k))) / (1.5 + (Float64(k) * Float64(k) * 0.5) * (Float64(k) * Float64(k) * 0.5)))
+        h()
+        v -= t
+    if pbc.hint((k % 3) == 2, mode='symbolic'):
+        lst[1] *= ((s / (1.5 + s * s)) * 0.5)
+    else:
+        lst[0] = b
+    v.y = pbc.switch((k * 4 + 4) % 4, (g0, g1, g2), o.p, lst[0], k, u)
+    pbc.switch((k * 3 + 2) % 4, CALLS, z, s, mode='symbolic')
+    o.p -= pbc.sin(s)
+    a = (pbc.cos(t) * pbc.sin((-0.829 + Float64(k))))
+    return (a, b, s, t, y, z, m, v, lst, d, o, u)
+
+''',
+    21100145: '''\
+@pbc.syntax
+def g0(x, y, k, c):
+    return (((0.273 + Float64(k)) / (1.5 + (-0.575 + Float64(k)) * (-0.575 + Float64(k)))) / (1.5 + (-1.748 + Float64(k)) * (-1.748 + Float64(k))))
+@pbc.syntax
+def g1(x, y, k, c):
+    return (x + 0)
+@pbc.syntax
+def g2(x, y, k, c):
+    return (w + 0)
+def f(a, b, v, lst, d, o, k, acc):
+    s = Float64(1.390) + a
+    t = Float64(-0.395)
+    y = a
+    z = lst[0]
+    u = [Float64(1.641) + a, Float64(1.643)]
+    m = k > 4
+    def h():
+        d['p'] = (y + 0.0)
+    def r(x):
+        nonlocal a, t
+        t = (((x / (1.5 + s * s)) / (1.5 + pbc.select((k & 1) != 0, (0.847 + Float64(k)), z) * pbc.select((k & 1) != 0, (0.847 + Float64(k)), z))) + 0.0)
+        return ((0.468 + Float64(k)) + 0.0)
+    c1 = UInt32(0)
+    while pbc.hint(c1 < (k % 4), max_iterations=8):
+        c1 += 1
+        if k > 7:
+            if (k % 3) == 2:
+                d['p'] = b
+        else:
+            a = pbc.switch((k * 4 + 3) % 3, (r, r), lst[1], mode='symbolic')
+    return (a, b, s, t, y, z, m, v, lst, d, o, u)
 ''',
 }

@@ -27,9 +27,15 @@ scatter-add into. Its statements are what users write, not only expressions:
 * early `return` from the function's top-level conditionals;
 * calls (`pbc.switch`) whose targets change an argument in place: over CALLS, and in
   half the programs over three targets of their own (`Target`: statements, conditionals,
-  loops and calls over CALLS, on the arguments and a local), which they also call as
-  plain functions, on any places (one object twice, too); an index of 3 calls nothing
-  (a result assigned from it is zero there);
+  loops and calls over CALLS, on the arguments, a local and the entries of a list `c`
+  they store into, the program's `u`), which they also call as plain functions, on any
+  places (one object twice, too); an index of 3 calls nothing (a result assigned from it
+  is zero there);
+* in a fifth of the programs, functions nested in the program that regions call: `h()`,
+  which changes its variables in place, binds them (`nonlocal s`) and stores into its
+  containers, and `r(x)`, also a target of symbolic calls (`pbc.switch(i, (r, r), p)`),
+  which changes x and the program's scalars in place and binds scalars no other place
+  shares an object with;
 * in a third of the programs, draws from a PCG32 generator `rng` (also in the targets);
 * `pbc.scatter_add(acc, e, index)`: lanes add into one another's entries (in any order:
   the sum is the same but for float rounding), also in loops, branches and calls' lanes;
@@ -67,6 +73,7 @@ SCALARS = ('a', 'b', 's', 't', 'y', 'z')
 COMPONENTS = ('v.x', 'v.y', 'v[2]')
 ENTRIES = ('lst[0]', 'lst[1]', "d['p']", 'o.p', 'o.q')
 PLACES = SCALARS + COMPONENTS + ENTRIES
+CELL = ('c[0]', 'c[1]')       # a target's container argument: the program's `u`, only
 LANES = 9
 MAX_ITERATIONS = 8            # loops run at most 4 times per level (2 levels)
 
@@ -430,7 +437,10 @@ def lane_source(source):
         fdef.decorator_list = []
         _, declared = function_locals(fdef)
         Lowerer('<program>', set(declared), True).function(fdef)
-        fdefs[i] = _Freshen().visit(fdef)
+        # (a function nested in the program binds places of its, where regions call it)
+        nested = {d.name: _assigned_places(d.body) for d in fdef.body
+                  if isinstance(d, ast.FunctionDef)}
+        fdefs[i] = _Freshen(nested).visit(fdef)
     return ast.unparse(ast.fix_missing_locations(ast.Module(fdefs, []))) + '\n'
 
 
@@ -454,19 +464,31 @@ def _refresh(places):
 
 
 class _Freshen(ast.NodeTransformer):
+    def __init__(self, nested):
+        self.nested = nested        # name -> the places that nested function binds
+
+    def places(self, stmts):
+        """The places `stmts` bind, themselves or through the nested functions they call
+        or pass to a call (as pbc's frontend counts them: where the code names one)."""
+        out = dict.fromkeys(_assigned_places(stmts))
+        for node in (n for s in stmts for n in ast.walk(s)):
+            if isinstance(node, ast.Name):
+                out.update(dict.fromkeys(self.nested.get(node.id, ())))
+        return list(out)
+
     def visit_If(self, node):
         self.generic_visit(node)
         plan = getattr(node, '_pbc', None)
         if not plan:
             return node
-        return [node] + _refresh(_assigned_places(node.body + node.orelse))
+        return [node] + _refresh(self.places(node.body + node.orelse))
 
     def visit_While(self, node):
         self.generic_visit(node)
         plan = getattr(node, '_pbc', None)
         if not plan:
             return node
-        places = _assigned_places(node.body)
+        places = self.places(node.body)
         if plan['brk']:               # (pbc's runtime adds the flag to the condition)
             node.test = ast.BoolOp(ast.And(), [ast.UnaryOp(ast.Not(), ast.Name(
                 plan['brk'], ast.Load())), node.test])
@@ -508,19 +530,90 @@ class Program:
             self.join('y', 'a')
         if alias[1]:
             self.join('z', 'lst[0]')
+        if self.targets:
+            # (the targets' container argument: a list only they store into, of objects
+            # nothing else is bound to)
+            emit(f'    u = [{self.T}({self.literal()}) + a, {self.T}({self.literal()})]')
         self.has_m = False
         self.emit(1, f'm = {self.condition()}')
         self.has_m = True
         if self.pcg:
             self.emit(1, 'rng = PCG32(len(acc))')
+        self.nested = aliases and self.rng.random() < 0.4
+        if self.nested:
+            self.define_h()
+        self.r_names = self.define_r() if self.nested and self.rng.random() < 0.5 else None
         self.block(1, size, loop_depth=0, top=True)
         emit('    return ' + self.result())
+
+    def define_h(self):
+        """`def h():` nested in the program, which the program calls in any region:
+        statements that rebind its variables (`nonlocal s`), store into its containers'
+        entries and fields, or change their objects in place, where the code of the loop
+        or branch that calls it does not show it."""
+        lines, self.lines = self.lines, []
+        for _ in range(self.rng.randint(1, 2)):
+            if self.rng.random() < 0.5:
+                self.augmented(2)
+            else:
+                place, e = self.rng.choice(PLACES), self.expr()
+                self.emit(2, f'{place} = ' + (f'({e} + 0)' if self.K.integer else
+                                              f'({e} + 0.0)' if e in PLACES else e))
+        body, self.lines = self.lines, lines
+        names = sorted({line.split()[0] for line in body} & set(SCALARS))
+        self.emit(1, 'def h():')
+        if names:
+            self.emit(2, 'nonlocal ' + ', '.join(names))
+        self.lines += body
+
+    def define_r(self):
+        """`def r(x):` nested in the program, a target of its calls (`pbc.switch(i, (r, r),
+        p)`) and called as a plain function: over its argument and the program's scalars,
+        which it changes in place or binds to other objects (`nonlocal s`). It binds only
+        local scalars no other place shares an object with (nor will): a call's targets bind a
+        variable on their lanes, where it is a new object after the call on every lane (as
+        after a branch), and plain Python keeps the old one on the others."""
+        # (locals: the caller sees the objects of a and b, its arguments, afterwards)
+        free = [p for p in ('s', 't', 'y', 'z')
+                if all(self.find(q) != self.find(p) for q in PLACES if q != p)]
+        bound = self.rng.sample(free, min(len(free), self.rng.randint(1, 2)))
+        lines, self.lines = self.lines, []
+        places, self.places = self.places, SCALARS + ('x',)
+        for _ in range(self.rng.randint(1, 3)):
+            if self.rng.random() < 0.5 or not bound:
+                self.augmented(2)
+            else:
+                e = self.expr()
+                self.emit(2, f'{self.rng.choice(bound + ["x"])} = ' +
+                          (f'({e} + 0)' if self.K.integer else f'({e} + 0.0)'))
+        e = self.expr()
+        self.emit(2, 'return ' + (f'({e} + 0)' if self.K.integer else f'({e} + 0.0)'))
+        body, self.lines, self.places = self.lines, lines, places
+        names = sorted({line.split()[0] for line in body} & set(SCALARS))
+        self.emit(1, 'def r(x):')
+        if names:
+            self.emit(2, 'nonlocal ' + ', '.join(names))
+        self.lines += body
+        return bound
+
+    def call_r(self, indent):
+        """A call of r: through pbc.switch (lanes whose index is 2 call nothing) or
+        plain; its result assigned to a place, or not. The switch is symbolic: r reads the
+        program's variables, which hold a value per lane, and an evaluated call's targets
+        run on their lanes only, which cannot read those (pbc raises an error that says
+        so)."""
+        p = self.rng.choice(self.places)
+        call = f"pbc.switch({self.index()} % 3, (r, r), {p}, mode='symbolic')" \
+            if self.rng.random() < 0.7 else f'r({p})'
+        self.emit(indent, (f'{self.rng.choice(self.places)} = ' if self.rng.random() < 0.5
+                           else '') + call)
 
     def source(self):
         return '\n'.join(self.lines) + '\n'
 
     def result(self):
-        return '(' + ', '.join(SCALARS) + ', m, v, lst, d, o)'
+        return '(' + ', '.join(SCALARS) + ', m, v, lst, d, o' + \
+            (', u)' if self.targets else ')')
 
     # -- expressions
     def literal(self):
@@ -603,6 +696,10 @@ class Program:
     def statement(self, indent, size, loop_depth, top):
         if self.targets and self.rng.random() < 0.03:
             return self.call(indent)
+        if getattr(self, 'nested', False) and self.rng.random() < 0.05:
+            return self.emit(indent, 'h()')
+        if getattr(self, 'r_names', None) is not None and self.rng.random() < 0.05:
+            return self.call_r(indent)
         if self.pcg and self.rng.random() < 0.05:
             return self.draw(indent)
         r = self.rng.random()
@@ -648,7 +745,7 @@ class Program:
             # (a plain Python call of one of them: its arguments may be one object, and
             # the loops in it meet other objects than at other calls)
             g = self.rng.choice(self.targets).name
-            args = f'{self.rng.choice(self.places)}, {self.rng.choice(self.places)}, k' + \
+            args = f'{self.rng.choice(self.places)}, {self.rng.choice(self.places)}, k, u' + \
                 (', rng' if self.pcg else '')
             self.emit(indent, (f'{self.rng.choice(self.places)} = ' if self.rng.random() < 0.5
                                else '') + f'{g}({args})')
@@ -662,7 +759,7 @@ class Program:
                               f'{self.mode()[0]})')
             return
         names = ', '.join(g.name for g in self.targets)
-        call = f'pbc.switch({self.index()} % 4, ({names}), {p}, {q}, k' + \
+        call = f'pbc.switch({self.index()} % 4, ({names}), {p}, {q}, k, u' + \
             (', rng' if self.pcg else '') + f'{self.mode()[0]})'
         if self.rng.random() < 0.5:
             self.emit(indent, call)
@@ -741,6 +838,8 @@ class Program:
             a, b = b, a
         if a == b or (indent > 1 and self.find(a) == self.find(b)):
             return False
+        if {a, b} & set(getattr(self, 'r_names', None) or ()):
+            return False          # (see define_r)
         self.join(a, b)
         self.emit(indent, f'{a} = {b}')
         return True
@@ -809,7 +908,7 @@ class Target(Program):
     def __init__(self, rng, kind, aliases, modes, name, size, pcg):
         self.rng, self.kind, self.aliases, self.name, self.pcg = rng, kind, aliases, name, pcg
         self.lines, self.loops, self.counters = [], 0, []
-        self.places, self.whole, self.targets, self.deep = ('x', 'y', 'w'), (), None, 1
+        self.places, self.whole, self.targets, self.deep = ('x', 'y', 'w') + CELL, (), None, 1
         self.modes, self.symbolic, self.has_m = modes, True, False
         self.K = KINDS[kind]
         self.T = self.K.T
@@ -817,7 +916,7 @@ class Target(Program):
         # (a plain call may pass one object as both: where a region binds x to y, it may
         # bind x to the object it has, which the oracle's rule for regions does not know)
         self.join('x', 'y')
-        self.lines += ['@pbc.syntax', f'def {name}(x, y, k{", rng" if pcg else ""}):']
+        self.lines += ['@pbc.syntax', f'def {name}(x, y, k, c{", rng" if pcg else ""}):']
         if aliases and self.rng.random() < 0.3:
             self.alias(1, 'w', self.rng.choice(('x', 'y')))
         else:
@@ -825,6 +924,17 @@ class Target(Program):
         self.block(1, max(1, size // 2), loop_depth=0)
         e = self.expr()
         self.emit(1, 'return ' + (f'({e} + 0)' if e in self.places else e))
+
+    def alias(self, indent, a=None, b=None):
+        """As Program.alias, never of c's entries: they stay objects of their own (what a
+        call stores into them is a new object in the caller's container on every lane, as
+        after a branch, where plain Python keeps the old one on the lanes that do not call
+        the target: only objects no other place is bound to look the same either way)."""
+        if a is None:
+            a, b = self.rng.sample(('x', 'y', 'w'), 2)
+        if a in CELL or b in CELL:
+            return False
+        return super().alias(indent, a, b)
 
 
 # ---- running it ------------------------------------------------------------------------------

@@ -3,6 +3,7 @@ branches and derivatives mean what Python says, lane by lane (docs/semantics.md,
 changes"). Each program runs symbolic and evaluated."""
 
 import dataclasses
+import types
 
 import numpy as np
 import pytest
@@ -381,18 +382,28 @@ def test_a_call_target_changing_an_attribute_in_place_is_an_error(call):
     assert [o.count.numpy().tolist() for o in objs] == [[0], [0]]
 
 
-def test_a_call_target_changing_its_argument_through_an_outer_name_is_an_error():
+@pytest.mark.parametrize('call', ['symbolic', 'evaluated'])
+def test_a_call_target_changing_its_argument_through_an_outer_name(call):
     x = UInt32(1, 2)
 
     def bump(y):
         z = x
-        z += 1                          # (x is y's object in the caller, not here)
+        z += 1                          # (x is y's object, in the target too)
+        return y * 1
+
+    r = pbc.switch(UInt32(0, 0), [bump], x, mode=call)
+    assert r.numpy().tolist() == [2, 3] and x.numpy().tolist() == [2, 3]
+    holder = types.SimpleNamespace(v=x)
+
+    def through_an_attribute(y):
+        z = holder.v
+        z += 1                          # (the target's y is a copy: this cannot reach it)
         return y
 
     with pytest.raises(RuntimeError) as e:
-        pbc.switch(UInt32(0, 0), [bump], x)
+        pbc.switch(UInt32(0, 0), [through_an_attribute], x, mode=call)
     assert 'also gets as an argument' in str(e.value) + str(e.value.__cause__)
-    assert x.numpy().tolist() == [1, 2]
+    assert x.numpy().tolist() == [2, 3]
 
 
 @pbc.syntax
@@ -1073,7 +1084,212 @@ def test_derivatives_through_nested_functions_that_rebind_a_cell(mode):
     assert pbc.grad(x).numpy().tolist() == [24, 6 + 108, 1 + 8]
 
 
-def test_a_call_target_changing_its_argument_through_an_outer_name_is_an_error_with_ad():
+def test_a_call_target_changing_its_argument_through_an_outer_name_with_ad():
     held = Float(1.0)
     pbc.enable_grad(held)               # (derivatives may flow: the AD path of calls)
-    test_a_call_target_changing_its_argument_through_an_outer_name_is_an_error()
+    test_a_call_target_changing_its_argument_through_an_outer_name('symbolic')
+
+
+@pbc.syntax
+def _targets_rebind_a_variable(sel, x, n):
+    t = Float(1.0)
+    before = t
+
+    def grow(v):
+        nonlocal t
+        t = t * v                       # (binds the enclosing function's t)
+        return v
+
+    def keep(v):
+        return v
+
+    i = UInt32(0)
+    while pbc.hint(i < n, max_iterations=4):
+        pbc.switch(sel, [grow, keep], x)
+        i += 1
+    return t, before
+
+
+@pytest.mark.parametrize('calls', [True, False])
+def test_call_targets_bind_variables_of_enclosing_functions(mode, calls):
+    with pbc.scoped_set_flag(pbc.JitFlag.SymbolicCalls, calls):
+        x = Float(2.0, 3.0, 4.0)
+        pbc.enable_grad(x)
+        if mode == 'evaluated' and not calls:
+            # (evaluated calls in an evaluated loop: after the first iteration, t has a
+            # value per lane, which a target run on its lanes only cannot read from an
+            # enclosing scope: an error that says so)
+            with pytest.raises(RuntimeError, match='pass arrays as wide as the call'):
+                _targets_rebind_a_variable(UInt32(0, 1, 0), x, UInt32(3, 2, 1))
+            return
+        t, before = _targets_rebind_a_variable(UInt32(0, 1, 0), x, UInt32(3, 2, 1))
+        assert t.numpy().tolist() == [8, 1, 4] and before.numpy().tolist() == [1]
+        pbc.backward(t)
+        assert pbc.grad(x).numpy().tolist() == [12, 0, 1]
+
+
+@pytest.mark.parametrize('call', ['symbolic', 'evaluated'])
+def test_a_call_target_storing_into_a_container_of_an_enclosing_function_is_an_error(call):
+    lst = [UInt32(1, 2)]
+
+    def store(x):
+        lst[0] = x + 1                  # (not an argument: pass lst instead)
+        return x
+
+    with pytest.raises(RuntimeError) as e:
+        pbc.switch(UInt32(0, 0), [store], UInt32(5, 6), mode=call)
+    assert 'container of an enclosing function' in str(e.value) + str(e.value.__cause__)
+    assert lst[0].numpy().tolist() == [1, 2]
+
+
+class _Obj:
+    DRJIT_STRUCT = {'p': Float64}
+
+    def __init__(self, p):
+        self.p = p
+
+
+@pbc.syntax
+def _nested_reads_a_container_later_stored_into(a, b, lst, o, k):
+    s = Float64(-0.9) + a
+
+    def h():
+        o.p /= (1.5 + (s / (1.5 + lst[0] * lst[0])) * (s / (1.5 + lst[0] * lst[0])))
+
+    i = UInt32(0)
+    while pbc.hint(i < (k & 3), max_iterations=8):
+        i += 1
+        h()
+    lst[0] = b                          # (after the loop: its derivatives read the old one)
+    return o.p
+
+
+def test_derivatives_of_a_loop_see_what_its_nested_functions_read_as_it_was(mode):
+    def run(a):
+        o, lst = _Obj(Float64(1.0, 2.0, 3.0, 4.0)), [Float64(0.5, 0.1, 0.2, 0.3)]
+        return _nested_reads_a_container_later_stored_into(a, Float64(9.0), lst, o,
+                                                           UInt32(0, 1, 2, 3))
+
+    a = Float64(0.3, 0.5, 0.7, 0.2)
+    e = 1e-6
+    fd = ((run(a + e) - run(a - e)) / (2 * e)).numpy()
+    for direction in ('forward', 'backward'):
+        x = Float64(a)
+        pbc.enable_grad(x)
+        r = run(x)
+        if direction == 'forward':
+            pbc.forward(x)
+            g = pbc.grad(r)
+        else:
+            pbc.backward(r)
+            g = pbc.grad(x)
+        np.testing.assert_allclose(g.numpy(), fd, rtol=1e-6, atol=1e-9)
+
+
+@pytest.mark.parametrize('call', ['symbolic', 'evaluated'])
+def test_variables_targets_bind_stay_where_no_lane_calls_them(call):
+    t = Float(1.0, 2.0)
+
+    def grow(v):
+        nonlocal t
+        t = t * v
+        return v
+
+    pbc.switch(UInt32(2, 2), [grow, grow], Float(3.0), mode=call)
+    assert t.numpy().tolist() == [1, 2]
+    pbc.switch(UInt32(0, 2), [grow, grow], Float(3.0), mode=call)
+    assert t.numpy().tolist() == [3, 2]
+
+
+@pytest.mark.parametrize('call', ['symbolic', 'evaluated'])
+def test_targets_change_an_object_under_several_names_of_enclosing_functions(call):
+    a = UInt32(1, 2, 3, 4, 5)
+    y = a                               # (one object)
+
+    def shift(x):
+        nonlocal a, y
+        y += 10
+        a *= 2                          # (sees y's change: (v + 10) * 2)
+        return x
+
+    def other(x):
+        return x
+
+    x = UInt32(7, 7, 7, 7, 7)
+    pbc.switch(UInt32(0, 1, 0, 1, 0), [shift, other], x, mode=call)
+    assert a is y and a.numpy().tolist() == [22, 2, 26, 4, 30]
+    b = UInt32(1, 2, 3, 4, 5)
+
+    def through(v):
+        nonlocal b
+        b += 1                          # (b is v's object: v sees it)
+        return v * 1
+
+    r = pbc.switch(UInt32(0, 1, 0, 1, 0), [through, other], b, mode=call)
+    assert r.numpy().tolist() == [2, 2, 4, 4, 6] and b.numpy().tolist() == [2, 2, 4, 4, 6]
+
+
+@pbc.syntax
+def _calls_in_a_loop_read_enclosing_arrays(a, lst, k):
+    s = Float64(1.390) + a
+    z = lst[0]
+
+    def r(x):
+        # (passing k and z to calls does not make them state of the loop that calls r)
+        return x / (1.5 + s * s) / (1.5 + pbc.select((k & 1) != 0, Float64(k), z))
+
+    i = UInt32(0)
+    t = Float64(0.0)
+    while pbc.hint(i < (k % 4), max_iterations=8):
+        i += 1
+        t = pbc.switch((k * 4 + 3) % 3, (r, r), lst[1])
+    return t
+
+
+def test_reverse_derivatives_of_calls_in_a_loop_reading_enclosing_arrays(mode):
+    a = Float64([0.1 * i for i in range(9)])
+    pbc.enable_grad(a)
+    lst = [Float64([0.2] * 9), Float64([1.0] * 9)]
+    t = _calls_in_a_loop_read_enclosing_arrays(Float64(a), lst, pbc.arange(UInt32, 9))
+    pbc.backward(t)
+    k = np.arange(9)
+    s = 1.39 + 0.1 * k
+    runs = (k % 4 > 0) & ((k * 4 + 3) % 3 < 2)
+    want = np.where(runs, -2 * s / (1.5 + s * s) ** 2 / (1.5 + np.where(k & 1, k, 0.2)), 0)
+    np.testing.assert_allclose(pbc.grad(a).numpy(), want, rtol=1e-9, atol=1e-12)
+
+
+@pbc.syntax
+def _nested_reads_an_entry_the_loop_changes(lst, o, k):
+    z = lst[0]                          # (one object: z and lst[0])
+
+    def store():
+        o.p = lst[0] * 1.0              # (reads the object z names)
+
+    i = UInt32(0)
+    while pbc.hint(i < (k % 4), max_iterations=8):
+        i += 1
+        z /= 2.0
+        store()
+    return o.p
+
+
+def test_nested_functions_see_what_a_loop_changes_through_another_name(mode):
+    lst, o = [Float64(8.0, 8.0, 8.0, 8.0)], _Obj(Float64(0.0, 0.0, 0.0, 0.0))
+    p = _nested_reads_an_entry_the_loop_changes(lst, o, UInt32(0, 1, 2, 3))
+    assert p.numpy().tolist() == [0, 4, 2, 1] and lst[0].numpy().tolist() == [8, 4, 2, 1]
+
+
+@pytest.mark.parametrize('call', ['symbolic', 'evaluated'])
+def test_a_target_reads_its_argument_through_an_enclosing_variable_after_changing_it(call):
+    s = UInt32(10, 20, 30)
+
+    def scale(x):
+        x *= 2                          # (x is s's object: s sees it)
+        return s + 1
+
+    def keep(x):
+        return x * 1
+
+    r = pbc.switch(UInt32(0, 1, 0), [scale, keep], s, mode=call)
+    assert r.numpy().tolist() == [21, 20, 61] and s.numpy().tolist() == [20, 20, 60]

@@ -8,6 +8,7 @@ method `obj.m(...)` reads *and* modifies `obj`: such a name is written (it may b
 but not rebound (its earlier value stays live)."""
 
 import ast
+import dataclasses
 
 SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 COMPS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
@@ -33,7 +34,9 @@ class Names(ast.NodeVisitor):
 
     def __init__(self):
         self.reads, self.binds, self.mutates, self.deletes, self.declared = {}, {}, {}, {}, {}
-        self.passes = {}        # names whose objects (or parts) are passed to a call
+        # (names whose objects, or parts, are passed to a call -> whether an object is
+        # passed whole, `f(x)`, not only parts of it, `f(x[0])`, `f(x.a)`)
+        self.passes = {}
 
     @classmethod
     def of(cls, *nodes):
@@ -73,9 +76,10 @@ class Names(ast.NodeVisitor):
                 self.mutates.setdefault(name, node)
         # (the function called may store into a container it gets: `f(lst)`, `f(o.p)`)
         for arg in node.args + [k.value for k in node.keywords]:
-            name = _reached(arg.value if isinstance(arg, ast.Starred) else arg)
+            arg = arg.value if isinstance(arg, ast.Starred) else arg
+            name = _reached(arg)
             if name is not None:
-                self.passes.setdefault(name, node)
+                self.passes[name] = self.passes.get(name, False) or isinstance(arg, ast.Name)
         self.generic_visit(node)
 
     def visit_Global(self, node):
@@ -126,9 +130,9 @@ class Names(ast.NodeVisitor):
         for n, where in {**inner.binds, **inner.mutates}.items():
             if n not in local:         # modifies an outer object, or nonlocal/global
                 self.mutates.setdefault(n, where)
-        for n, where in inner.passes.items():
+        for n, whole in inner.passes.items():
             if n not in local:
-                self.passes.setdefault(n, where)
+                self.passes[n] = self.passes.get(n, False) or whole
         if not isinstance(node, ast.Lambda):
             self.binds.setdefault(node.name, node)
 
@@ -149,9 +153,9 @@ class Names(ast.NodeVisitor):
         for n, where in inner.mutates.items():
             if n not in targets:
                 self.mutates.setdefault(n, where)
-        for n, where in inner.passes.items():
+        for n, whole in inner.passes.items():
             if n not in targets:
-                self.passes.setdefault(n, where)
+                self.passes[n] = self.passes.get(n, False) or whole
 
     visit_ListComp = visit_SetComp = visit_DictComp = visit_GeneratorExp = _comprehension
 
@@ -385,13 +389,57 @@ def first_use_order(fn):
     return order
 
 
+def bound_places(stmts):
+    """The places that `stmts` bind to another object (`x = ...`, not `x op= ...`): names,
+    and entries and fields ('x[0]' for `x[0] = ...`, 'x.a' for `x.a = ...`, 'x[]' for any
+    other entry of x)."""
+    out = {}
+    for stmt in stmts:
+        for node in ast.walk(stmt):
+            if not isinstance(node, (ast.Assign, ast.AnnAssign)):
+                continue
+            for t in getattr(node, 'targets', None) or [node.target]:
+                for e in (t.elts if isinstance(t, (ast.Tuple, ast.List)) else [t]):
+                    if isinstance(e, ast.Name):
+                        out[e.id] = None
+                    elif isinstance(e, (ast.Subscript, ast.Attribute)):
+                        name = base_name(e.value)
+                        if name is not None:
+                            out[name + _entry(e)] = None
+    return list(out)
+
+
+def _entry(target):
+    """'[key]' (a constant key), '.field' or '[]' (any other) for `name[key] = ...` or
+    `name.field = ...` (deeper targets: '[]')."""
+    if isinstance(target.value, ast.Name):
+        if isinstance(target, ast.Attribute):
+            return '.' + target.attr
+        if isinstance(target.slice, ast.Constant):
+            return f'[{target.slice.value!r}]'
+    return '[]'
+
+
+@dataclasses.dataclass
+class Cells:
+    """What the functions nested in a function do with its variables: `captured`, those
+    they read or bind (its cells); per function defined in it (by name), itself or through
+    the functions it reads: `effects`, those it binds (`nonlocal`) or changes (`x[0] = e`,
+    `x.m()`), which a loop or branch that calls it writes; `rebound`, the places of them
+    it binds (bound_places); `passes`, those it passes to a call (which may store into a
+    container among them), and `whole`, those it passes whole (not only their parts);
+    `reads`, those it reads."""
+    captured: set
+    effects: dict
+    rebound: dict
+    passes: dict
+    whole: dict
+    reads: dict
+
+
 def cells(fn, local):
-    """(captured, effects) for function `fn` whose local variables are `local`: those that
-    functions, lambdas and classes nested in it read or bind (its cells), and, per function
-    defined in it (by name), the cells it binds (`nonlocal`), changes (`x[0] = e`, `x.m()`)
-    or passes to a call, itself or through the functions it reads: a loop or branch that
-    calls it writes them."""
-    captured, direct, calls = set(), {}, {}
+    """Cells of function `fn`, whose local variables are `local`."""
+    captured, direct, calls, binds, passes, whole, reads = set(), {}, {}, {}, {}, {}, {}
     for node in ast.walk(fn):
         if node is fn or not isinstance(node, SCOPES):
             continue
@@ -402,17 +450,28 @@ def cells(fn, local):
         own -= set(inner.declared)
         captured |= (set(inner.reads) | set(inner.written()) | set(inner.passes)) - own
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            changed = (set(inner.written()) | set(inner.passes)) - own
-            direct.setdefault(node.name, set()).update(changed & local)
+            direct.setdefault(node.name, set()).update((set(inner.written()) - own) & local)
+            passes.setdefault(node.name, set()).update((set(inner.passes) - own) & local)
+            whole.setdefault(node.name, set()).update(
+                ({n for n, w in inner.passes.items() if w} - own) & local)
+            reads.setdefault(node.name, set()).update((set(inner.reads) - own) & local)
             calls.setdefault(node.name, set()).update(set(inner.reads) - own)
-    captured &= local
-    effects = {f: set(v) for f, v in direct.items()}
+            binds.setdefault(node.name, set()).update(
+                p for p in bound_places(node.body)
+                if p.split('[')[0].split('.')[0] in local - own)
+    return Cells(captured & local, _closed(direct, calls), _closed(binds, calls),
+                 _closed(passes, calls), _closed(whole, calls), _closed(reads, calls))
+
+
+def _closed(direct, calls):
+    """direct[f] and that of every function f reads, to a fixed point."""
+    out = {f: set(v) for f, v in direct.items()}
     grown = True
-    while grown:                # (through the functions each reads, to a fixed point)
+    while grown:
         grown = False
-        for f, names in effects.items():
-            more = set().union(*[effects.get(g, set()) for g in calls[f] if g != f]) - names
+        for f, items in out.items():
+            more = set().union(*[out.get(g, set()) for g in calls[f] if g != f]) - items
             if more:
-                names |= more
+                items |= more
                 grown = True
-    return captured, effects
+    return out

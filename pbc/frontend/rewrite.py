@@ -20,7 +20,7 @@ reads is an ordinary closure read.
 
 import ast
 
-from .analysis import SCOPES, Names, base_name, header, is_compound
+from .analysis import SCOPES, Cells, Names, bound_places, header, is_compound
 from .hints import CTL, ctl
 from .lowering import located
 
@@ -73,9 +73,8 @@ class Rewriter:
         self.local, self.order, self.where = local, order, where
         self.declared = set(declared)    # the function's global/nonlocal names
         self.scopes = []            # parameters of each function being rewritten
-        # (its variables that nested functions read or bind, and what each nested function
-        # writes of them: analysis.cells)
-        self.captured, self.effects = cells or (set(), {})
+        # (what the functions nested in it do with its variables: analysis.cells)
+        self.cells = cells or Cells(set(), {}, {}, {}, {}, {})
 
     def function(self):
         self.fn.body = self.scoped([a.arg for a in _params(self.fn)], self.fn.body)
@@ -113,7 +112,7 @@ class Rewriter:
             out.update(names.written())
             # (and what the nested functions it calls or passes on write of its variables)
             for f in names.reads:
-                out.update(dict.fromkeys(sorted(self.effects.get(f, ()))))
+                out.update(dict.fromkeys(sorted(self.cells.effects.get(f, ()))))
             # a loop or branch inside assigns what its pbc.hint(include=[...]) adds
             for node in (n for s in b for n in ast.walk(s)):
                 plan = getattr(node, '_pbc', None)
@@ -158,11 +157,11 @@ class Rewriter:
         cells while it runs, holding its values, so that a nested function it calls sees
         them and what it binds (`nonlocal x`) is the function's; afterwards the cells hold
         what they held before (the user's function assigns the results)."""
-        cells = [p for p in params if p in self.captured]
+        cells = [p for p in params if p in self.cells.captured]
         if not cells:
             return _def(name, params, body, at)
         held = [f'_pbc_cell_{p}' for p in cells]
-        params = [f'_pbc_cell_{p}' if p in self.captured else p for p in params]
+        params = [f'_pbc_cell_{p}' if p in self.cells.captured else p for p in params]
         saved = '_pbc_cells_before'
         prologue = [located(ast.Nonlocal(cells), at),
                     located(ast.Assign([_name(saved, ast.Store)], _tuple(cells)), at),
@@ -184,10 +183,17 @@ class Rewriter:
         parameters too, so that one bound to the same object as a state variable (`y = x`
         before it, `y` read where `x += 1` changes it) is given that variable's working
         copy, as Python would show the change through every name."""
-        found = Names.of(*parts).reads
+        found = dict(Names.of(*parts).reads)
+        # (and what the nested functions it calls read of the function's variables: they
+        # see them through their cells, which hold what the loop or branch shows them)
+        for f in list(found):
+            found.update(dict.fromkeys(sorted(self.cells.reads.get(f, ()))))
         defined = self.scopes[-1] | self.assigned.defined.get(id(stmt), set())
+        # (the functions nested in the user's are read where they are: the derivatives of
+        # a loop that calls one see what it reads as it was, through its closure cells,
+        # pbc/ad/local.py Closures)
         return [v for v in found if v in self.local and v not in taken and v in defined
-                and not v.startswith('_pbc_')]
+                and not v.startswith('_pbc_') and v not in self.cells.passes]
 
     def call(self, fn, state, targets, at, hint, labels, reads=(), rebinds=(), parts=()):
         kw = [ast.keyword('labels', ast.Tuple([ast.Constant(v) for v in labels], ast.Load()))]
@@ -195,8 +201,13 @@ class Rewriter:
             kw.append(ast.keyword('reads', _tuple(reads)))
             # (the variables it only reads that it passes to a call, by position in reads:
             # the function called may store into a container among them)
-            passes = Names.of(*parts).passes
-            passed = [ast.Tuple([ast.Constant(i), ast.Constant(v)], ast.Load())
+            names = Names.of(*parts)
+            passes = set(names.passes).union(
+                *[self.cells.passes.get(f, ()) for f in names.reads])
+            whole = {n for n, w in names.passes.items() if w}.union(
+                *[self.cells.whole.get(f, ()) for f in names.reads])
+            passed = [ast.Tuple([ast.Constant(i), ast.Constant(v), ast.Constant(v in whole)],
+                                ast.Load())
                       for i, v in enumerate(reads) if v in passes]
             if passed:
                 kw.append(ast.keyword('passed', ast.Tuple(passed, ast.Load())))
@@ -222,7 +233,7 @@ class Rewriter:
         body = self.generated(f'_pbc_body_{n}', params, body, s)
         args = [_tuple(state), _name(cond.name), _name(body.name)]
         return before + [cond, body, self.call('while_loop', args, state, s, hint, state,
-                                               reads, _rebinds(s.body, state),
+                                               reads, _rebinds(s.body, state, self.cells.rebound),
                                                [s.test, *s.body])] + \
             [a for a in after if a.test.args[0].id in state]
 
@@ -248,36 +259,16 @@ class Rewriter:
             [a for a in after if a.test.args[0].id in outputs]
 
 
-def _rebinds(body, state):
+def _rebinds(body, state, rebound=None):
     """The state variables that `body` binds to another object (`x = ...`, not `x op=`),
     and their entries and fields it binds (`x[0] = ...`: 'x[0]', `x.a = ...`: 'x.a', any
-    other: 'x[]'): across a loop's iterations their working copies hold the variable's (or
-    entry's) value, not that of the object they had before the loop."""
-    out = {}
-    for stmt in body:
-        for node in ast.walk(stmt):
-            if not isinstance(node, (ast.Assign, ast.AnnAssign)):
-                continue
-            for t in getattr(node, 'targets', None) or [node.target]:
-                for e in (t.elts if isinstance(t, (ast.Tuple, ast.List)) else [t]):
-                    if isinstance(e, ast.Name):
-                        out[e.id] = None
-                    elif isinstance(e, (ast.Subscript, ast.Attribute)):
-                        name = base_name(e.value)
-                        if name is not None:
-                            out[name + _entry(e)] = None
+    other: 'x[]'), also through the nested functions it calls (`rebound`: what each binds
+    of its enclosing variables): across a loop's iterations their working copies hold the
+    variable's (or entry's) value, not that of the object they had before the loop."""
+    out = dict.fromkeys(bound_places(body))
+    for f in Names.of(body).reads:
+        out.update(dict.fromkeys((rebound or {}).get(f, ())))
     return [v for v in out if v.split('[')[0].split('.')[0] in state]
-
-
-def _entry(target):
-    """'[key]' (a constant key), '.field' or '[]' (any other) for `name[key] = ...` or
-    `name.field = ...` (deeper targets: '[]')."""
-    if isinstance(target.value, ast.Name):
-        if isinstance(target, ast.Attribute):
-            return '.' + target.attr
-        if isinstance(target.slice, ast.Constant):
-            return f'[{target.slice.value!r}]'
-    return '[]'
 
 
 def _params(fn):

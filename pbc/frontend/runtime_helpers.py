@@ -144,13 +144,17 @@ def _substitute(x, copies):
 # ---- what a loop or branch passes to a call ------------------------------------------
 def _passed_containers(reads, passed):
     """The variables a loop or branch only reads but passes to a call (`passed`: (position
-    in reads, name)) whose values are containers holding arrays: the function called may
+    in reads, name, whether passed whole)) whose values are containers holding arrays
+    (parts passed, `f(x[0])`: containers holding such containers): the function called may
     store into them (`lst[0] = e`, `o.p = e`, `v.x = e`), which must reach the caller's
     container lane by lane, as any store of the region's code does. They become state."""
-    return [(i, name) for i, name in passed if _holds_arrays(reads[i])]
+    return [(i, name) for i, name, whole in passed
+            if _holds_arrays(reads[i]) and (whole or any(
+                _holds_arrays(p) for p in children(reads[i])))]
 
 
 def _holds_arrays(x):
+    """Whether x is a container holding arrays."""
     if isinstance(x, ArrayBase) or children(x) is None:
         return False
     try:
