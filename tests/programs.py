@@ -825,6 +825,8 @@ class Program:
             if self.aliases and self.alias(indent, place, e):
                 return
             e = f'({e} + 0)' if self.K.integer else f'({e} + 0.0)'    # (a new object)
+        elif place in CELL and e == 'k':
+            e = '(k + 0)'         # (c's entries stay objects of their own: Target.alias)
         self.emit(indent, f'{place} = {e}')
 
     def alias(self, indent, a=None, b=None):
