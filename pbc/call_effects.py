@@ -2,7 +2,7 @@
 
 A target of `pbc.switch`, `pbc.dispatch` or a Ptr method runs on working copies of its
 arguments (pbc/dispatch.py), for the lanes that call it. Besides returning its result it
-can change three kinds of its caller's things, and the caller sees each change afterwards
+can change four kinds of its caller's things, and the caller sees each change afterwards
 on exactly those lanes, as Python would on each lane:
 
 - an argument changed in place (`x += y`): the caller's array object takes the new value;
@@ -15,8 +15,9 @@ on exactly those lanes, as Python would on each lane:
 
 An evaluated call runs one target at a time on its lanes and merges these back
 (`merge_on_lanes`). A symbolic call records every target once for all lanes, so its
-targets must share one list of outputs: a target found changing an array from outside or
-storing into a container makes the call record again with every target run by
+targets must share one list of outputs: a target found changing an array from outside,
+storing into a container or binding a variable makes the call record again with every
+target run by
 `in_callers_place`, which sees the arrays from outside through working copies passed as
 arguments and returns the stored entries and rebound variables as results.
 """
@@ -75,22 +76,32 @@ def watch(fn, run, args, inner, what, attributes, passed=()):
     cells = [(cell, cell.cell_contents) for cell in cells]
     held = _containers(held)
     with Region(inner) as region:
-        r = run()
-    for c, before in held:
+        try:
+            r = run()
+        except BaseException:
+            # (a failed call leaves the caller's variables and containers as they were)
+            for cell, before in cells:
+                cell.cell_contents = before
+            for c, before in held:
+                assign(c, before)
+            raise
+    # (the cells and containers of enclosing functions back as they were, before any
+    # error)
+    bound = [(cell, before, cell.cell_contents) for cell, before in cells
+             if cell.cell_contents is not before]
+    for cell, before, _ in bound:
+        cell.cell_contents = before
+    stores = [(c, before) for c, before in held if any(
+        a is not b and isinstance(a, ArrayBase) for a, b in zip(before, children(c)))]
+    for c, before in stores:
+        assign(c, before)
+    if stores:
         # (an entry that held an array: other changes, `seen.append(x)`, are Python's own)
-        if any(a is not b and isinstance(a, ArrayBase) for a, b in zip(before, children(c))):
-            for d, parts in held:
-                assign(d, parts)
-            raise StateError(
-                f'pbc: a target of {what} stores into an entry or field of a container of '
-                'an enclosing function: pass the container to it as an argument (then the '
-                'caller sees what it stores, lane by lane)')
-    rebound = []
-    for cell, before in cells:
-        now = cell.cell_contents
-        if now is not before:
-            cell.cell_contents = before
-            rebound.append((cell, _bound(before, now, what)))
+        raise StateError(
+            f'pbc: a target of {what} stores into an entry or field of a container of an '
+            'enclosing function: pass the container to it as an argument (then the caller '
+            'sees what it stores, lane by lane)')
+    rebound = [(cell, _bound(before, now, what)) for cell, before, now in bound]
     outside = list(region.changed.values())
     if outside:
         mine = attributes()

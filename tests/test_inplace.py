@@ -1286,3 +1286,17 @@ def test_a_target_reads_its_argument_through_an_enclosing_variable_after_changin
 
     r = pbc.switch(UInt32(0, 1, 0), [scale, keep], s, mode=call)
     assert r.numpy().tolist() == [21, 20, 61] and s.numpy().tolist() == [20, 20, 60]
+
+
+@pytest.mark.parametrize('call', ['symbolic', 'evaluated'])
+def test_a_failing_target_leaves_the_variables_it_bound_as_they_were(call):
+    t = UInt32(1, 2)
+
+    def grow(x):
+        nonlocal t
+        t = t * x
+        raise ValueError('no')
+
+    with pytest.raises(RuntimeError):
+        pbc.switch(UInt32(0, 0), [grow], UInt32(3), mode=call)
+    assert t.numpy().tolist() == [1, 2]
