@@ -541,3 +541,34 @@ def test_reverse_mode_through_a_loop_in_a_method():
         np.testing.assert_allclose(pbc.grad(power.w).numpy(),
                                    [np.sum((3 * 1.5 ** 2 * x0 ** 3 * w)[on])], rtol=1e-12)
         np.testing.assert_allclose(pbc.grad(twice.w).numpy(), [2 * 0.5 * 2], rtol=1e-12)
+
+
+@pbc.syntax
+def _target_reads_a_loop_variable(a, k):
+    s = Float64(1.0) + a
+    t = Float64(0.0)
+
+    def r(x):
+        return x * s
+
+    i = UInt32(0)
+    while pbc.hint(i < (k % 4), max_iterations=8):
+        i += 1
+        s *= 1.5                        # (s: a loop variable the target reads)
+        t += pbc.switch(k % 2, (r, r), Float64(1.0), mode='symbolic')
+    return t
+
+
+def test_reverse_mode_through_a_call_reading_a_loop_variable_says_what_is_missing():
+    a = Float64(0.1, 0.2, 0.3, 0.4)
+    pbc.enable_grad(a)
+    t = _target_reads_a_loop_variable(a, UInt32(0, 1, 2, 3))
+    with pytest.raises(RuntimeError, match='pass that array to the call as an argument'):
+        pbc.backward(t)
+    a = Float64(0.1, 0.2, 0.3, 0.4)     # (forward mode: fine)
+    pbc.enable_grad(a)
+    t = _target_reads_a_loop_variable(a, UInt32(0, 1, 2, 3))
+    pbc.forward(a)
+    k = np.arange(4) % 4
+    want = [sum(1.5 ** j for j in range(1, n + 1)) for n in k]
+    np.testing.assert_allclose(pbc.grad(t).numpy(), want, rtol=1e-12)

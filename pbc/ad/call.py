@@ -252,6 +252,7 @@ class CallOp:
             out = self.record([(key, t, obj) for (key, _, obj), t in zip(self.targets, bodies)],
                               (given + extra, lambda new: (tuple(new), {})))
         out = tree.flatten(out)[0]
+        _check_sinks_outside(bodies)
         propagate.add_sinks([t.sinks for t in bodies], resume=False)
         if backward:
             for i, g in zip(self.diff, out):
@@ -267,6 +268,22 @@ class CallOp:
             for k, t in own.items():
                 accumulate(self.scatter_targets[k][1][0], t)
         return True
+
+
+def _check_sinks_outside(bodies):
+    """Raises where a derivative call's targets give gradients, through sinks, to arrays
+    they read from an enclosing scope that the symbolic loop body it is recorded in made
+    (a loop variable): the sinks' totals, read in that body's kernel after the call wrote
+    them, could not be ordered after the writes."""
+    body = propagate.in_body()
+    if body is None:
+        return
+    if any(_runtime.ad_serial_of(n) >= body.serial for t in bodies for n in t.sinks):
+        raise NotImplementedError(
+            'pbc: reverse-mode derivatives of a symbolic call inside a symbolic loop, whose '
+            'targets read from an enclosing scope an array that the loop computes (a loop '
+            'variable, or an object it shares with one), are not supported: pass that array '
+            'to the call as an argument, or run the loop or the call in evaluated mode')
 
 
 def merge_lanes(outs, parts):
