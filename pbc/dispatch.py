@@ -21,6 +21,7 @@ import numpy as np
 from . import _runtime, call_effects
 from ._runtime import ArrayBase
 from .ad import call as ad_call
+from .ad import propagate as ad_propagate
 from .errors import SizeError, StateError, call_user
 from .evaluate import eval as _eval
 from .evaluate import eval_pending
@@ -257,7 +258,7 @@ def _call(selector, targets, args, mode, what, mask=None):
         return _evaluated(keys, targets, args, flat, what)
     # (recorded again while its targets turn out to change more of the caller's than
     # their arguments in place: call_effects)
-    outside, stored, cells = [], set(), []
+    outside, stored, cells = [], set(), _loop_variables_read(targets)
     for _ in range(MAX_RECORDINGS):
         try:
             return _symbolic_call(selector, targets, args, what, outside, sorted(stored),
@@ -271,6 +272,25 @@ def _call(selector, targets, args, mode, what, mask=None):
             stored |= more.stored
             cells += [c for c in more.cells if all(c is not o for o in cells)]
     raise RuntimeError(f'pbc: {what}: what its targets change does not settle')
+
+
+def _loop_variables_read(targets):
+    """The cells of the targets' enclosing variables that hold arrays whose derivatives
+    are made in the symbolic loop body (or call target) being recorded: the call takes
+    them as arguments (call_effects.in_callers_place), so that their gradients leave the
+    derivative call as its results do; read from the enclosing scope, they would go into
+    sinks that the body's kernel reads after the call writes them."""
+    body = ad_propagate.in_body()
+    if body is None or not _runtime.ad_live_count():
+        return []
+    out = []
+    for _, fn, _ in targets:
+        for cell in call_effects.array_cells(fn)[0]:
+            node = _runtime.ad_index(cell.cell_contents)
+            if node and _runtime.ad_serial_of(node) >= body.serial and \
+                    all(cell is not c for c in out):
+                out.append(cell)
+    return out
 
 
 def _lanes(selector, args, what):

@@ -559,16 +559,43 @@ def _target_reads_a_loop_variable(a, k):
     return t
 
 
-def test_reverse_mode_through_a_call_reading_a_loop_variable_says_what_is_missing():
+@pytest.mark.parametrize('reverse', [False, True])
+def test_derivatives_of_a_call_whose_target_reads_a_loop_variable(reverse):
+    # (the call takes s as an argument: its gradient leaves the derivative call as a result)
     a = Float64(0.1, 0.2, 0.3, 0.4)
     pbc.enable_grad(a)
     t = _target_reads_a_loop_variable(a, UInt32(0, 1, 2, 3))
+    if reverse:
+        pbc.backward(t)
+        g = pbc.grad(a)
+    else:
+        pbc.forward(a)
+        g = pbc.grad(t)
+    want = [sum(1.5 ** j for j in range(1, n + 1)) for n in range(4)]
+    np.testing.assert_allclose(g.numpy(), want, rtol=1e-12)
+
+
+@pbc.syntax
+def _target_reads_a_loop_variable_in_a_dict(a, k):
+    box = {'s': Float64(1.0) + a}
+    t = Float64(0.0)
+
+    def r(x):
+        return x * box['s']
+
+    i = UInt32(0)
+    while pbc.hint(i < (k % 4), max_iterations=8):
+        i += 1
+        box['s'] = box['s'] * 1.5
+        t += pbc.switch(k % 2, (r, r), Float64(1.0), mode='symbolic')
+    return t
+
+
+def test_reverse_mode_through_a_call_reading_a_loop_variable_elsewhere_says_what_to_do():
+    # (an entry of a container from an enclosing scope: the call cannot take it as an
+    # argument itself)
+    a = Float64(0.1, 0.2, 0.3, 0.4)
+    pbc.enable_grad(a)
+    t = _target_reads_a_loop_variable_in_a_dict(a, UInt32(0, 1, 2, 3))
     with pytest.raises(RuntimeError, match='pass that array to the call as an argument'):
         pbc.backward(t)
-    a = Float64(0.1, 0.2, 0.3, 0.4)     # (forward mode: fine)
-    pbc.enable_grad(a)
-    t = _target_reads_a_loop_variable(a, UInt32(0, 1, 2, 3))
-    pbc.forward(a)
-    k = np.arange(4) % 4
-    want = [sum(1.5 ** j for j in range(1, n + 1)) for n in k]
-    np.testing.assert_allclose(pbc.grad(t).numpy(), want, rtol=1e-12)
