@@ -1300,3 +1300,41 @@ def test_a_failing_target_leaves_the_variables_it_bound_as_they_were(call):
     with pytest.raises(RuntimeError):
         pbc.switch(UInt32(0, 0), [grow], UInt32(3), mode=call)
     assert t.numpy().tolist() == [1, 2]
+
+
+class _Plain:                           # (no dataclass, no DRJIT_STRUCT)
+    def __init__(self, v):
+        self.v = v
+
+    def grow(self):
+        self.v = self.v * 1.5           # (binds the attribute: pbc cannot follow it)
+
+    def scale(self):
+        self.v *= 1.5                   # (in place: followed lane by lane)
+
+
+@pbc.syntax
+def _plain_object_in_a_loop(a, k, method):
+    p = _Plain(a * 1.0)
+    i = UInt32(0)
+    while i < k:
+        i += 1
+        getattr(p, method)()
+    return p.v
+
+
+@pbc.syntax
+def _plain_object_in_a_branch(a, k):
+    p = _Plain(a * 1.0)
+    if k > 1:
+        p.v = p.v * 2.0
+    return p.v
+
+
+def test_a_plain_objects_attributes_bound_in_a_region_are_an_error(mode):
+    a, k = Float64(1.0, 2.0), UInt32(1, 2)
+    assert _plain_object_in_a_loop(a, k, 'scale').numpy().tolist() == [1.5, 4.5]
+    with pytest.raises(RuntimeError, match="binds attribute 'v' of a _Plain"):
+        _plain_object_in_a_loop(a, k, 'grow')
+    with pytest.raises(RuntimeError, match="binds attribute 'v' of a _Plain"):
+        _plain_object_in_a_branch(a, k)

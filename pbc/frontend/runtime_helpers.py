@@ -5,6 +5,7 @@ and defers to pbc.while_loop / pbc.if_stmt (pbc/control.py) when it is a JIT arr
 
 import ast
 import sys
+import types
 
 from .. import control
 from .._runtime import ArrayBase
@@ -120,7 +121,7 @@ def _seen_through(reads, original, working, labels=(), rebinds=()):
         if label in rebinds:
             continue
         entries = _entries(o, label, rebinds)
-        if entries is None:
+        if entries is None or children(o) is None:
             copies.update((id(a), b) for a, b in zip(nodes(o)[0], nodes(w)[0]))
             continue
         copies[id(o)] = w
@@ -139,6 +140,45 @@ def _substitute(x, copies):
         return x
     new = [_substitute(p, copies) for p in parts]
     return x if all(a is b for a, b in zip(new, parts)) else rebuild(x, new)
+
+
+# ---- objects whose attributes pbc does not follow --------------------------------------
+class _Untracked:
+    """The attributes holding arrays of the objects among a loop's or branch's values that
+    are not containers pbc follows (a plain class's instance: not a dataclass, nor with
+    DRJIT_STRUCT). Its code may change those arrays in place (pbc/regions.py follows
+    that), but binding such an attribute to another array (`s.v = s.v * 2`, in a method
+    too) cannot be made lane by lane: after each run of the code, that is an error, the
+    attribute put back."""
+
+    def __init__(self, values, where, what):
+        self.where, self.what = where, what
+        self.objects = [(x, dict(_arrays_of(x))) for x in values if _untracked(x)]
+
+    def check(self):
+        for x, before in self.objects:
+            bound = [k for k, v in _arrays_of(x) if before.get(k) is not v]
+            if bound:
+                for k, v in before.items():
+                    setattr(x, k, v)
+                file, line = self.where
+                name = type(x).__name__
+                raise TypeError(
+                    f'{file}:{line}: this {self.what} binds attribute {bound[0]!r} of a '
+                    f'{name} to another array, which pbc cannot do lane by lane for an '
+                    f"object whose fields it does not know: make {name} a dataclass or give "
+                    'it DRJIT_STRUCT (then the attribute is state like a variable), or change '
+                    f'the array in place ({bound[0]} += ...)')
+
+
+def _untracked(x):
+    return not isinstance(x, (ArrayBase, type, types.ModuleType, types.FunctionType,
+                              types.MethodType)) \
+        and children(x) is None and isinstance(getattr(x, '__dict__', None), dict)
+
+
+def _arrays_of(x):
+    return [(k, v) for k, v in vars(x).items() if isinstance(v, ArrayBase)]
 
 
 # ---- what a loop or branch passes to a call ------------------------------------------
@@ -204,9 +244,13 @@ def _while_loop(state, cond, body, labels=(), reads=(), rebinds=(), **kwargs):
     aliases = Aliases(state, labels)
     unique = aliases.collapse(state)
 
+    untracked = _Untracked(state + tuple(reads), _caller(), 'loop')
+
     def collapsed_body(*u):
         s = _fresh(aliases.expand(u), labels, rebinds)
-        return aliases.collapse(body(*s, *_seen_through(reads, state, s, labels, rebinds)))
+        out = body(*s, *_seen_through(reads, state, s, labels, rebinds))
+        untracked.check()
+        return aliases.collapse(out)
     collapsed_body._pbc_body = body          # (identifies the loop: control._invariant_key)
     test = _stopping(cond, brk, reads, state, labels, rebinds)
     out = control.while_loop(unique, _first(lambda *u: test(*aliases.expand(u)), unique, c),
@@ -337,11 +381,15 @@ def _if_stmt(args, cond, true_fn, false_fn, labels=(), reads=(), **kwargs):
     labels, where = tuple(labels), _caller()
     aliases = Aliases(args, ())
 
+    untracked = _Untracked(tuple(args) + tuple(reads), where, 'conditional')
+
     def checked(fn):
         def run(*a):
             seen = _seen_through(reads, aliases.unique, a)
+            result = fn(*aliases.expand(a), *seen)
+            untracked.check()
             out = tuple(type(cond)(x) if isinstance(x, bool) and v.startswith(BREAK) else x
-                        for v, x in zip(labels, fn(*aliases.expand(a), *seen)))  # (flags: Bool)
+                        for v, x in zip(labels, result))  # (flags: Bool)
             bad = [v for v, x in zip(labels, out) if isinstance(x, Undefined)]
             if bad:
                 raise _unassigned_branch(bad, where)
