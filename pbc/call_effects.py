@@ -58,7 +58,7 @@ class MoreOutputs(Exception):
         self.outside, self.stored, self.cells = outside, stored, cells
 
 
-def watch(fn, run, args, inner, what, attributes, passed=()):
+def watch(fn, run, args, inner, what, attributes, passed=(), fields=()):
     """run() (target `fn` called on `args`, whose arrays are `inner`) and what it changed, as
     Effects. Errors, rather than changes that could not reach the caller: changing in
     place an attribute of an instance (`attributes()`: the ids of those arrays; its lanes
@@ -66,7 +66,8 @@ def watch(fn, run, args, inner, what, attributes, passed=()):
     also an argument (one of `passed`, the caller's arrays: the target has a copy of it;
     a symbolic call, whose targets get copies of the arguments where derivatives flow,
     checks this itself); storing into a container anything but an array of the entry's
-    type, or changing its length."""
+    type, or changing its length; binding one of `fields` ((instance, name, its array):
+    the target's instance's) to another array."""
     # (the variables themselves, held: one freed while the target runs may come back as
     # the variable of the argument's new value, which a saved index would take for none)
     given = [type(x)(x) for x in inner]
@@ -84,9 +85,11 @@ def watch(fn, run, args, inner, what, attributes, passed=()):
                 cell.cell_contents = before
             for c, before in held:
                 assign(c, before)
+            _put_back(fields)
             raise
-    # (the cells and containers of enclosing functions back as they were, before any
-    # error)
+    # (the instance's fields, the cells and containers of enclosing functions back as
+    # they were, before any error)
+    fields_bound = _put_back(fields)
     bound = [(cell, before, cell.cell_contents) for cell, before in cells
              if cell.cell_contents is not before]
     for cell, before, _ in bound:
@@ -101,6 +104,11 @@ def watch(fn, run, args, inner, what, attributes, passed=()):
             f'pbc: a target of {what} stores into an entry or field of a container of an '
             'enclosing function: pass the container to it as an argument (then the caller '
             'sees what it stores, lane by lane)')
+    if fields_bound:
+        raise StateError(
+            f'pbc: a target of {what} binds a field of its instance to another array: its '
+            "lanes share the instance with the other lanes that call it, which cannot each "
+            'hold a value of its own there: return the new value instead')
     rebound = [(cell, _bound(before, now, what)) for cell, before, now in bound]
     outside = list(region.changed.values())
     if outside:
@@ -122,6 +130,15 @@ def watch(fn, run, args, inner, what, attributes, passed=()):
                 stored[_stored_at(where.get((id(c), j)), old, new, what)] = new
     changed = {i for i, (x, g) in enumerate(zip(inner, given)) if x.index != g.index}
     return Effects(r, changed, outside, stored, rebound)
+
+
+def _put_back(fields):
+    """Puts back the fields ((instance, name, array)) bound to other arrays; whether any
+    was."""
+    bound = [(o, n, v) for o, n, v in fields if o.__dict__.get(n) is not v]
+    for owner, name, v in bound:
+        owner.__dict__[name] = v
+    return bool(bound)
 
 
 def _bound(old, new, what):

@@ -400,13 +400,15 @@ def _enter(key, what):
     _active_calls.append((key, what))
 
 
-def _watched(fn, args, inner, what, hint='', owners=(), passed=()):
+def _watched(fn, args, inner, what, hint='', owners=(), passed=(), own=None):
     """run_target(fn, args) and what it changed of its caller's (call_effects.Effects):
     `inner` are the arrays in `args`, `owners` the call's instances, `passed` the caller's
-    argument arrays."""
+    argument arrays, `own` the target's instance (whose fields it must not bind)."""
+    fields = [(owner, name, v) for _, owner, name, v in _array_attributes(own)] \
+        if isinstance(own, Object) else []
     return call_effects.watch(
         fn, lambda: run_target(fn, args, what, hint), args, inner, what,
-        lambda: {id(a) for o in owners for *_, a in _array_attributes(o)}, passed)
+        lambda: {id(a) for o in owners for *_, a in _array_attributes(o)}, passed, fields)
 
 
 class _ChangedArguments(Exception):
@@ -477,7 +479,7 @@ def _symbolic_once(selector, active, targets, flat, what, tables, changed, shown
                 cells = call_effects.argument_cells(
                     fn, {id(a): x for a, x in zip(shown, inner)})
                 try:
-                    seen = _watched(fn, build(inner), inner, what, owners=owners)
+                    seen = _watched(fn, build(inner), inner, what, owners=owners, own=obj)
                 finally:
                     _active_calls.pop()
                     for cell, x in cells:
@@ -749,7 +751,7 @@ def _evaluated(selector, targets, args, flat, what):
         try:
             # (what it changes of its caller's, on no lane, is put back: its effects)
             sub = working_copy(args)
-            seen = _watched(fn, sub, flatten(sub)[0], what, owners=later.owners)
+            seen = _watched(fn, sub, flatten(sub)[0], what, owners=later.owners, own=obj)
             out = _zeros_like(seen.result, width, selector)
         finally:
             _runtime.mask_pop()
@@ -822,7 +824,7 @@ def _run_on_lanes(fn, obj, flat, lanes, width, Bool, selector, what, out, first,
         # of it there too)
         cells = call_effects.argument_cells(fn, {id(a): x for a, x in zip(arrays, inner)})
         try:
-            seen = _watched(fn, sub, inner, what, hint, later.owners, arrays)
+            seen = _watched(fn, sub, inner, what, hint, later.owners, arrays, obj)
         finally:
             for cell, x in cells:
                 cell.cell_contents = x

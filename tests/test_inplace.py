@@ -1338,3 +1338,21 @@ def test_a_plain_objects_attributes_bound_in_a_region_are_an_error(mode):
         _plain_object_in_a_loop(a, k, 'grow')
     with pytest.raises(RuntimeError, match="binds attribute 'v' of a _Plain"):
         _plain_object_in_a_branch(a, k)
+
+
+class _Field(pbc.Object):
+    def __init__(self, v):
+        self.v = v
+
+    def bump(self, x):
+        self.v = self.v + x             # (the lanes calling it share the instance)
+        return x
+
+
+@pytest.mark.parametrize('call', ['symbolic', 'evaluated'])
+def test_a_target_binding_a_field_of_its_instance_is_an_error(call):
+    objs = [_Field(Float(1.0)), _Field(Float(10.0))]
+    ptrs = Ptr[_Field](objs + objs)
+    with pytest.raises(RuntimeError, match='binds a field of its instance'):
+        ptrs.bump(Float(1, 2, 3, 4), mode=call)
+    assert [o.v.numpy().tolist() for o in objs] == [[1], [10]]
