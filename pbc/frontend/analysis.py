@@ -436,6 +436,11 @@ class Cells:
     whole: dict
     reads: dict
 
+    @property
+    def functions(self):
+        """The names of the functions nested in it."""
+        return self.effects.keys()
+
 
 def cells(fn, local):
     """Cells of function `fn`, whose local variables are `local`."""

@@ -193,7 +193,7 @@ class Rewriter:
         # a loop that calls one see what it reads as it was, through its closure cells,
         # pbc/ad/local.py Closures)
         return [v for v in found if v in self.local and v not in taken and v in defined
-                and not v.startswith('_pbc_') and v not in self.cells.passes]
+                and not v.startswith('_pbc_') and v not in self.cells.functions]
 
     def call(self, fn, state, targets, at, hint, labels, reads=(), rebinds=(), parts=()):
         kw = [ast.keyword('labels', ast.Tuple([ast.Constant(v) for v in labels], ast.Load()))]
