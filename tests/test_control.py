@@ -841,3 +841,30 @@ def test_evaluated_loop_computes_what_its_body_reads_from_outside_once():
     np.testing.assert_allclose(acc.numpy(), 36 * ref, rtol=1e-5)
     assert len(ops) >= 6 and max(ops) > 400       # (the first holds the 40 sines)
     assert max(ops[-5:]) < 30                    # the others read `heavy` from memory
+
+
+def test_loops_that_pass_a_container_to_a_call_have_memories_of_their_own(monkeypatch):
+    # (the state a loop found invariant is remembered per loop code: a loop whose body
+    # passes a container to a call runs through a wrapper, which is not what identifies it)
+    from pbc import control
+    monkeypatch.setattr(control, '_invariant_memo', {})
+
+    def add(x, c):
+        c[0] += x
+
+    @pbc.syntax
+    def f(x, k):
+        u = [x * 1, x * 2]
+        i = UInt32(0)
+        while i < 2:
+            i += 1
+            j = UInt32(0)
+            while j < k:
+                j += 1
+                pbc.switch(k % 2, (add, add), x, u)
+        return u
+
+    k = UInt32(np.arange(N, dtype=np.uint32) % 3)
+    u = f(Float(1.0), k)
+    assert np.array_equal(u[0].numpy(), 1 + 2 * k.numpy())
+    assert len({key[0] for key in control._invariant_memo}) == 2

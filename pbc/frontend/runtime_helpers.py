@@ -251,7 +251,8 @@ def _while_loop(state, cond, body, labels=(), reads=(), rebinds=(), **kwargs):
         out = body(*s, *_seen_through(reads, state, s, labels, rebinds))
         untracked.check()
         return aliases.collapse(out)
-    collapsed_body._pbc_body = body          # (identifies the loop: control._invariant_key)
+    # (identifies the loop: control._invariant_key; `body` may wrap the user's, _with_state)
+    collapsed_body._pbc_body = getattr(body, '_pbc_body', body)
     test = _stopping(cond, brk, reads, state, labels, rebinds)
     out = control.while_loop(unique, _first(lambda *u: test(*aliases.expand(u)), unique, c),
                              collapsed_body, labels=shown(aliases.unique_labels()), **kwargs)
