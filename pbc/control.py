@@ -425,6 +425,7 @@ def _record(state, arrays, build, cond, body, names, width, fixed, strict, assum
         raise StateError('pbc.while_loop: a loop with a JIT condition needs at least one JIT '
                          'array in its state')
     backend = arrays[0]._backend_code
+    ad_since = _runtime.ad_serial_now()
     start, phis = _runtime.loop_begin([arrays[i].index for i in loop_arrays] +
                                       [x.index for x in hidden], width, backend)
     phis, hidden_phis = phis[:len(loop_arrays)], phis[len(loop_arrays):]
@@ -506,6 +507,8 @@ def _record(state, arrays, build, cond, body, names, width, fixed, strict, assum
     except BaseException:
         ad_propagate.body_end(False)
         _runtime.loop_abort(start)
+        # (the derivative nodes made in the abandoned recording: see ad_sever_since)
+        _runtime.ad_sever_since(ad_since)
         for x, old in zip(hidden, saved):
             x._assign(old)
         raise

@@ -521,6 +521,25 @@ def ad_drop_source(uint32_t n, int k):
     if s:
         ad_dec(s)
 
+def ad_sever_since(uint64_t since):
+    """Cuts the nodes made from serial number `since` on out of the graph: drops their
+    edges and their rules' Python data. For the nodes of an abandoned recording (a symbolic
+    loop recorded again): arrays of it may outlive it, in reference cycles through a custom
+    op's data, which no collector sees, and a traversal from a node older than it must not
+    reach them (their values belong to a loop that no longer exists)."""
+    cdef uint32_t n
+    cdef int k
+    payloads = []
+    for n in range(1, ad_nodes.size()):
+        if ad_nodes[n].ref == 0 or ad_nodes[n].serial < since:
+            continue
+        for k in range(3 + len(ad_sources_beyond(n))):
+            ad_drop_source(n, k)
+        if ad_nodes[n].flags & AD_PAYLOAD:
+            ad_nodes[n].flags &= ~AD_PAYLOAD
+            payloads.append(ad_payload.pop(n))
+    del payloads        # (released last: releasing one may release nodes)
+
 cdef list ad_sources_beyond(uint32_t n):
     return ad_wide[n] if ad_nodes[n].flags & AD_WIDE else []
 
