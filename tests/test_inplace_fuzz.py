@@ -1,7 +1,8 @@
 """Random programs of statements (tests/programs.py) against plain Python, lane by lane.
 
 Each program runs under @pbc.syntax with its loops, conditionals and calls symbolic, evaluated
-and symbolic while another array carries derivatives (the derivative machinery's paths);
+and symbolic while another array carries derivatives (the derivative machinery's paths), that
+also with every loop recorded first from a wrong guess of its invariant state;
 its result and the caller's arguments afterwards must equal those of the same program run
 once per lane in plain Python (`programs.run_lanes`). UInt32, Int32 and Float programs
 must agree exactly; Float64 programs within rounding, and so must the values and the
@@ -15,6 +16,7 @@ time limit (a hang is a failure). `python tests/test_inplace_fuzz.py FIRST COUNT
 prints a line per failing seed (the large runs of the closing notes).
 """
 
+import contextlib
 import os
 import resource
 import signal
@@ -26,7 +28,7 @@ import numpy as np
 import programs
 import pytest
 import suite_backend
-from fuzzing import FUZZ, examples
+from fuzzing import FUZZ, examples, guessing_all_state_invariant
 from hypothesis import given, note, settings
 from hypothesis import strategies as st
 
@@ -70,12 +72,15 @@ def flags(mode):
 def run_mode(fn, values, kind, mode):
     """The program's lanes, its loops, conditionals and calls symbolic or evaluated; mode
     'tracked': symbolic while some array carries derivatives (loops and calls then run
-    through their derivative machinery, pbc/ad/, even for UInt32 programs)."""
-    a, b, c = flags('symbolic' if mode == 'tracked' else mode)
+    through their derivative machinery, pbc/ad/, even for UInt32 programs); 'guessed':
+    tracked, each loop recorded first from the guess that all its state is loop-invariant
+    (which a memory of another loop of the same code may give)."""
+    a, b, c = flags(mode if mode in MODES else 'symbolic')
     tracked = suite_backend.Float64(1.0)
-    if mode == 'tracked':
+    if mode not in MODES:
         pbc.enable_grad(tracked)
-    with a, b, c:
+    guess = guessing_all_state_invariant() if mode == 'guessed' else contextlib.nullcontext()
+    with a, b, c, guess:
         return programs.run_pbc(fn, values, suite_backend.module, kind)
 
 
@@ -85,8 +90,9 @@ def derivatives(fn, values, mode):
     mode: the loops and calls whose state carries derivatives take other paths)."""
     Float64 = suite_backend.Float64
     lanes = len(values[0])
-    a, b, c = flags(mode)
-    with a, b, c:
+    a, b, c = flags(mode if mode in MODES else 'symbolic')
+    guess = guessing_all_state_invariant() if mode == 'guessed' else contextlib.nullcontext()
+    with a, b, c, guess:
         # forward: the tangent 1 on a
         a0 = Float64(values[0])
         pbc.enable_grad(a0)
@@ -156,7 +162,7 @@ def check(seed, kind, directory, source=None):
         return None
     fn = programs.compile_program(source, os.path.join(directory, f'program_{kind}_{seed}.py'),
                                   kind, suite_backend.module)
-    for mode in MODES + ('tracked',):
+    for mode in MODES + ('tracked', 'guessed'):
         why = programs.mismatch(want, run_mode(fn, values, kind, mode), kind)
         if why:
             return f'{mode}: {why}'
@@ -167,7 +173,9 @@ def check(seed, kind, directory, source=None):
             SKIPPED.append(seed)
             return None
         if np.all(np.isfinite(J)) and np.abs(J).max() < 1e6:
-            for mode in MODES:
+            # (a quarter also with each loop, and each of its derivative loops, recorded
+            # first from a wrong guess of its invariant state)
+            for mode in MODES + (('guessed',) if seed % 4 == 0 else ()):
                 primal, forward, reverse = derivatives(fn, values, mode)
                 why = programs.mismatch(want, primal, kind)
                 if why:
