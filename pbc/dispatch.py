@@ -331,18 +331,22 @@ def _symbolic_call(selector, targets, args, what, outside, stored, cells):
         args = ((args, list(outside) + [cell.cell_contents for cell in cells]), {})
     selector, flat, active, _ = _lanes(selector, args, what)
     # (the caller's arguments, which variables of enclosing functions may hold too: there,
-    # the targets see their copies of them)
-    shown = flatten(given)[0] if given is not args else flat[0]
+    # the targets see their copies of them; by id, as the call's node in the AD graph keeps
+    # `record`, and the arguments may come to hold the call's results, `x += y` in a target:
+    # a cycle through the AD graph, which no collector sees. The cells that a derivative
+    # call reads hold what they held when the call was recorded, local.Closures: objects
+    # alive together with these.)
+    shown = [id(a) for a in (flatten(given)[0] if given is not args else flat[0])]
     # (also inside suspend_grad(): a target may propagate derivatives itself, in a local
     # resume_grad() scope)
     if _runtime.ad_live_count() and not _runtime.ad_collecting():
         tables = {}
         r = ad_call.symbolic_call(
             targets, flat,
-            lambda t, f: _symbolic(selector, active, t, f, what, tables, list(shown)),
+            lambda t, f: _symbolic(selector, active, t, f, what, tables, shown),
             lambda a, new: a._assign(select(_calling(selector, active, targets), new, a)))
     else:
-        r = _symbolic(selector, active, targets, flat, what, shown=list(shown))
+        r = _symbolic(selector, active, targets, flat, what, shown=shown)
     if not stored and not cells:
         return r
     # (each stored entry and rebound variable: a new object, the targets' values on their
@@ -475,9 +479,8 @@ def _symbolic_once(selector, active, targets, flat, what, tables, changed, shown
                                    else _runtime.wrap_index(type(a), _runtime.call_arg(s, a)))
                 _enter(id(obj), what)
                 # (a variable of an enclosing function bound to one of the caller's
-                # arguments, `shown`, the first of the arrays: the target's copy of it)
-                cells = call_effects.argument_cells(
-                    fn, {id(a): x for a, x in zip(shown, inner)})
+                # arguments, `shown` by id, the first of the arrays: the target's copy of it)
+                cells = call_effects.argument_cells(fn, dict(zip(shown, inner)))
                 try:
                     seen = _watched(fn, build(inner), inner, what, owners=owners, own=obj)
                 finally:

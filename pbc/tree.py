@@ -169,6 +169,31 @@ class _Builder:
             self.plan = _plan(self.obj)
         return self.plan(iter(new))
 
+    def without_arrays(self):
+        """This build, planned now around a copy of the structure whose arrays are empty
+        ones: it holds none of obj's arrays. (A loop's or call's node in the AD graph keeps
+        its build to run the code again for derivatives; holding the caller's arrays, which
+        may come to hold the node's own results, `x *= 2` in a loop, it would make a cycle
+        through the AD graph, which Python's collector cannot see: a leak of the arrays and
+        nodes.)"""
+        built = _Builder(None)
+        built.plan = _plan(hollow(self.obj))
+        return built
+
+
+def without_arrays(build):
+    """A build (flatten's, or another function of a list of arrays) that holds no arrays."""
+    return build.without_arrays() if isinstance(build, _Builder) else build
+
+
+def hollow(x):
+    """x's structure with an empty array in place of each array (other values as they are):
+    a copy that holds none of x's arrays."""
+    if isinstance(x, ArrayBase):
+        return type(x)()
+    parts = children(x)
+    return x if parts is None else rebuild(x, [hollow(p) for p in parts])
+
 
 def _plan(x):
     """A function of an iterator that returns a copy of x's structure around the arrays it

@@ -4,6 +4,8 @@ targets read from outside (a parameter, a table they gather from), inside symbol
 and with derivatives propagated inside a target (Path Replay Backpropagation in a
 method)."""
 
+import gc
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -599,3 +601,29 @@ def test_reverse_mode_through_a_call_reading_a_loop_variable_elsewhere_says_what
     t = _target_reads_a_loop_variable_in_a_dict(a, UInt32(0, 1, 2, 3))
     with pytest.raises(RuntimeError, match='pass that array to the call as an argument'):
         pbc.backward(t)
+
+
+def _doubles(x):
+    x *= 2
+
+
+def _leaves(x):
+    pass
+
+
+def test_a_call_that_changes_its_argument_in_place_lets_go_of_its_nodes():
+    # (the call's node keeps its recording function, which knew the caller's arguments:
+    # by id, not holding them, as they come to hold the call's results: a cycle through
+    # the AD graph that no collector sees would keep the arrays and nodes alive)
+
+    from pbc import _runtime
+    live = _runtime.ad_live_count()
+    x = Float64([1.0, 2.0])
+    pbc.enable_grad(x)
+    y = Float64(x)
+    pbc.switch(UInt32([0, 1]), (_doubles, _leaves), y)
+    pbc.set_grad(x, 1.0)
+    assert pbc.forward_to(y, flags=pbc.ADFlag.ClearNone).numpy().tolist() == [2, 1]
+    del x, y
+    gc.collect()
+    assert _runtime.ad_live_count() == live

@@ -3,6 +3,7 @@ finite differences (float64), for derivatives of the state and of arrays the bod
 from outside it; the derivative as one kernel; reverse mode (max_iterations), also
 through loops nested in others, and its errors naming the loop."""
 
+import gc
 import inspect
 
 import numpy as np
@@ -820,3 +821,53 @@ def test_a_wrong_memory_of_invariant_state_changes_no_derivative(direction):
         with guessing_all_state_invariant():
             pbc.backward(u[0] + u[1])
         assert np.allclose(pbc.grad(a).numpy(), d_want[0] + d_want[1])
+
+
+@pbc.syntax
+def _doubled_in_place(x):
+    i = UInt32(0)
+    while i < 3:
+        i += 1
+        x *= 2
+    return x
+
+
+@pbc.syntax
+def _sum_through_an_alias(x):
+    y = x
+    i, s = UInt32(0), Float64(0)
+    while i < 3:
+        i += 1
+        x *= 2
+        s = s + y
+    return s
+
+
+@pbc.syntax
+def _entry_in_place(x):
+    u = [x * 1, x * 2]
+    i = UInt32(0)
+    while i < 3:
+        i += 1
+        u[0] += u[1]
+    return u[0]
+
+
+@pytest.mark.parametrize('fn', (_doubled_in_place, _sum_through_an_alias, _entry_in_place))
+def test_a_loop_that_changes_its_state_in_place_lets_go_of_its_nodes(fn):
+    # The loop's node keeps its code (to run it again for derivatives): code that held the
+    # caller's objects, into which the loop's results go, made a cycle through the AD graph
+    # that no collector sees: the arrays and nodes lived on. (A traversal that clears the
+    # graph's edges, the default, breaks it: not this one.)
+    live = _runtime.ad_live_count()
+    a = Float64([1.0, 2.0])
+    pbc.enable_grad(a)
+    x = Float64(a)
+    y = fn(x)
+    pbc.set_grad(a, 1.0)
+    assert pbc.forward_to(y, flags=pbc.ADFlag.ClearNone).numpy().tolist() == {
+        '_doubled_in_place': [8, 8], '_sum_through_an_alias': [14, 14],
+        '_entry_in_place': [7, 7]}[fn.__name__]
+    del a, x, y
+    gc.collect()
+    assert _runtime.ad_live_count() == live

@@ -212,7 +212,8 @@ class CallOp:
 
     def __init__(self, targets, values, build, inputs, diff, implicit, kinds, record,
                  closures, moved):
-        self.targets, self.values, self.build = targets, values, build
+        self.targets, self.values = targets, values
+        self.build = tree.without_arrays(build)
         self.closures = closures        # what the targets read, as they read it
         self.inputs, self.diff, self.implicit = inputs, diff, implicit
         self.kinds, self.record = kinds, record      # (type, width) of the float results

@@ -278,7 +278,8 @@ class LoopOp:
 
     def __init__(self, cond, body, size, build, values, width, inputs, implicit,
                  max_iterations, site, closures):
-        self.cond, self.body, self.size, self.build = cond, body, size, build
+        self.cond, self.body, self.size = cond, body, size
+        self.build = tree.without_arrays(build)
         self.closures = closures        # what cond and body read, as they read it
         self.values = values            # the state's arrays, in flatten order
         # (per position, the first that holds the same object: one object under several

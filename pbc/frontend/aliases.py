@@ -41,6 +41,12 @@ class Aliases:
             first.setdefault(j, self.labels[pos] if pos < len(self.labels) else f'[{pos}]')
         return tuple(first[j] for j in range(len(self.unique)))
 
+    def hollow(self):
+        """These aliases without the objects (expand and collapse need only their places)."""
+        out = Aliases((), self.labels)
+        out.index, out.unique = self.index, [None] * len(self.unique)
+        return out
+
     def expand(self, unique):
         return tuple(unique[j] for j in self.index)
 

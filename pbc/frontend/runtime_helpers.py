@@ -12,7 +12,7 @@ from .._runtime import ArrayBase
 from ..routines import select
 from ..state import nodes
 from ..tensor import Tensor
-from ..tree import child_keys, children, leaves, rebuild
+from ..tree import child_keys, children, hollow, leaves, rebuild
 from ..vector import StaticArray
 from .aliases import Aliases
 from .errors import SyntaxError_, UnassignedError, UnassignedLocalError
@@ -104,42 +104,91 @@ def ifexp(c, a, b):
 
 
 # ---- what a loop or branch only reads -----------------------------------------------------
-def _seen_through(reads, original, working, labels=(), rebinds=()):
-    """`reads` (values of the variables a loop or branch only reads) as its code must see
-    them, given the caller's state `original` and the working copy `working` that the
-    runtime gives the code: an object of the state, or a container holding one, is its
-    working copy (a name bound to an object that the code changes in place sees the
-    change, as in Python); anything else is itself. A loop's working copy of a variable
-    its body binds to another object (`rebinds`: 'name', or its entries 'name[0]',
-    'name.field', 'name[]' for any) stands for the variable, not for the object: that
-    object is read as it is."""
-    if not reads:
-        return ()
-    copies = {}
-    for i, (o, w) in enumerate(zip(original, working)):
+def _read_through(reads, original, labels=(), rebinds=()):
+    """A function of the working copy of the caller's state `original` (a tuple, as the
+    code gets it) that returns the read-only variables `reads` of a loop or branch as its
+    code must see them: an object of the state, or a container holding one, is its working
+    copy (a name bound to an object that the code changes in place sees the change, as in
+    Python); anything else is itself. A loop's working copy of a variable its body binds to
+    another object (`rebinds`: 'name', or its entries 'name[0]', 'name.field', 'name[]' for
+    any) stands for the variable, not for the object: that object is read as it is.
+
+    Worked out once, as where in the state each such object is, the function holds no
+    object of the state. (A loop's node in the AD graph keeps the loop's code, to run it
+    again for derivatives; code that held the caller's objects, into which the loop's
+    results go, `x *= 2`, would make a cycle through the AD graph, which no collector
+    sees.) It is a closure over its template, not a bound method: local.Closures, which
+    keeps what a derivative's re-run must read as it was, finds the objects read as they
+    are in the template through the closure's cell."""
+    where = {}          # id of an object of the state -> _Slot
+    for i, o in enumerate(original):
         label = labels[i] if i < len(labels) else None
         if label in rebinds:
             continue
         entries = _entries(o, label, rebinds)
         if entries is None or children(o) is None:
-            copies.update((id(a), b) for a, b in zip(nodes(o)[0], nodes(w)[0]))
+            where.update((id(a), _Slot(i, None, j)) for j, a in enumerate(nodes(o)[0]))
             continue
-        copies[id(o)] = w
-        for k, (a, b) in enumerate(zip(children(o), children(w))):
+        where[id(o)] = _Slot(i, None, 0)
+        for k, a in enumerate(children(o)):
             if k not in entries:
-                copies.update((id(p), q) for p, q in zip(nodes(a)[0], nodes(b)[0]))
-    return tuple(_substitute(r, copies) for r in reads)
+                where.update((id(p), _Slot(i, k, j)) for j, p in enumerate(nodes(a)[0]))
+    template = tuple(_template(r, where) for r in reads)
+
+    def seen(working):
+        return tuple(_filled(t, working) for t in template)
+    return seen
 
 
-def _substitute(x, copies):
-    w = copies.get(id(x))
-    if w is not None:
-        return w
+class _Slot(tuple):
+    """Where an object is in the state: node j (pre-order, state.nodes) of state[i], or of
+    its child k."""
+
+    def __new__(cls, i, k, j):
+        return super().__new__(cls, (i, k, j))
+
+
+class _Rebuilt:
+    """A container of the reads that holds objects of the state: `shape` (its structure,
+    with empty arrays) around the templates of its children (its children to tree.leaves,
+    which local.Closures walks)."""
+
+    def __init__(self, shape, parts):
+        self.shape, self.parts = shape, parts
+
+    def _pbc_children(self):
+        return self.parts
+
+
+def _template(x, where):
+    slot = where.get(id(x))
+    if slot is not None:
+        return slot
     parts = None if isinstance(x, ArrayBase) else children(x)
     if not parts:
         return x
-    new = [_substitute(p, copies) for p in parts]
-    return x if all(a is b for a, b in zip(new, parts)) else rebuild(x, new)
+    new = [_template(p, where) for p in parts]
+    if all(a is b for a, b in zip(new, parts)):
+        return x
+    return _Rebuilt(hollow(x), new)
+
+
+def _filled(t, working):
+    if type(t) is _Slot:
+        i, k, j = t
+        w = working[i] if k is None else children(working[i])[k]
+        return w if j == 0 else nodes(w)[0][j]
+    if type(t) is _Rebuilt:
+        return rebuild(t.shape, [_filled(p, working) for p in t.parts])
+    return t
+
+
+def _seen_through(reads, original, working, labels=(), rebinds=()):
+    """`reads` as the code that gets the working copy `working` of the caller's state
+    `original` must see them (_read_through)."""
+    if not reads:
+        return ()
+    return _read_through(reads, original, labels, rebinds)(working)
 
 
 # ---- objects whose attributes pbc does not follow --------------------------------------
@@ -154,6 +203,11 @@ class _Untracked:
     def __init__(self, values, where, what):
         self.where, self.what = where, what
         self.objects = [(x, dict(_arrays_of(x))) for x in values if _untracked(x)]
+
+    def release(self):
+        """Stops checking (the code ran as recorded; run again for derivatives, it binds
+        the same attributes): lets go of the objects."""
+        self.objects = []
 
     def check(self):
         for x, before in self.objects:
@@ -232,9 +286,9 @@ def while_loop(state, cond, body, labels=(), reads=(), rebinds=(), passed=(), **
 def _while_loop(state, cond, body, labels=(), reads=(), rebinds=(), **kwargs):
     state, labels = tuple(state), tuple(labels)
     brk = next((i for i, v in enumerate(labels) if v.startswith(BREAK)), None)
-    c = _stopping(cond, brk, reads)(*state)          # Python or JIT? (computed once)
+    c = _stopping(cond, brk, lambda s: reads)(*state)          # Python or JIT? (computed once)
     if not is_jit(c):
-        return _python_loop(state, _stopping(cond, brk, reads),
+        return _python_loop(state, _stopping(cond, brk, lambda s: reads),
                             lambda *s: body(*s, *reads), c)
     unassigned = [labels[i] for i, x in enumerate(state) if isinstance(x, Undefined)]
     if unassigned:
@@ -243,19 +297,26 @@ def _while_loop(state, cond, body, labels=(), reads=(), rebinds=(), **kwargs):
     # (What the body changes in place reaches the caller's objects: see pbc/state.py.)
     aliases = Aliases(state, labels)
     unique = aliases.collapse(state)
-
+    # The code that control.while_loop gets holds no object of the state (see
+    # _read_through): the loop's node in the AD graph keeps it.
+    seen = _read_through(reads, state, labels, rebinds)
     untracked = _Untracked(state + tuple(reads), _caller(), 'loop')
+    index = aliases.hollow()
 
     def collapsed_body(*u):
-        s = _fresh(aliases.expand(u), labels, rebinds)
-        out = body(*s, *_seen_through(reads, state, s, labels, rebinds))
+        s = _fresh(index.expand(u), labels, rebinds)
+        out = body(*s, *seen(s))
         untracked.check()
-        return aliases.collapse(out)
+        return index.collapse(out)
     # (identifies the loop: control._invariant_key; `body` may wrap the user's, _with_state)
     collapsed_body._pbc_body = getattr(body, '_pbc_body', body)
-    test = _stopping(cond, brk, reads, state, labels, rebinds)
-    out = control.while_loop(unique, _first(lambda *u: test(*aliases.expand(u)), unique, c),
-                             collapsed_body, labels=shown(aliases.unique_labels()), **kwargs)
+    test = _stopping(cond, brk, seen)
+    try:
+        out = control.while_loop(unique, _first(lambda *u: test(*index.expand(u)), unique, c),
+                                 collapsed_body, labels=shown(aliases.unique_labels()),
+                                 **kwargs)
+    finally:
+        untracked.release()
     # (what the body rebinds is a new object after the loop, on every lane: also where
     # no lane ran an iteration, as an evaluated loop may find)
     return _fresh(aliases.expand(out), labels, rebinds)
@@ -322,29 +383,30 @@ def _fresh_entry(container, entry):
             put(container, k, type(x)(x) if x.index else type(x)())
 
 
-def _stopping(cond, brk, reads, state=None, labels=(), rebinds=()):
-    """The loop's test of state s: cond(*s, *reads) (the read-only variables as
-    _seen_through() shows them through s, given the caller's `state`; None: a Python loop,
-    which has no working copies), and not where the `break` flag (state[brk]) is set: a
-    lane that took `break` stops; in Python, with no further test."""
+def _stopping(cond, brk, seen):
+    """The loop's test of state s: cond(*s, *seen(s)) (the read-only variables as the test
+    of s sees them), and not where the `break` flag (state[brk]) is set: a lane that took
+    `break` stops; in Python, with no further test."""
     def test(*s):
-        seen = reads if state is None else _seen_through(reads, state, s, labels, rebinds)
         if brk is None:
-            return cond(*s, *seen)
+            return cond(*s, *seen(s))
         if is_jit(s[brk]):
-            return ~s[brk] & cond(*s, *seen)
-        return not s[brk] and cond(*s, *seen)
+            return ~s[brk] & cond(*s, *seen(s))
+        return not s[brk] and cond(*s, *seen(s))
     return test
 
 
 def _first(cond, state, c):
-    """cond, but its first call with the initial state returns `c` (already computed)."""
-    pending = [c]
+    """cond, but its first call with the initial state returns `c` (already computed). (It
+    lets go of the state then: see _read_through.)"""
+    pending = [(state, c)]
 
     def first(*s):
-        if pending and len(s) == len(state) and all(a is b for a, b in zip(s, state)):
-            return pending.pop()
-        pending.clear()
+        if pending:
+            (start, value), = pending
+            pending.clear()
+            if len(s) == len(start) and all(a is b for a, b in zip(s, start)):
+                return value
         return cond(*s)
     return first
 
