@@ -298,6 +298,21 @@ def test_hint_include_exclude():
     assert f(0, 3, 7) == (3, -1)
 
 
+def test_a_loop_that_includes_a_variable_it_does_not_read_inside_a_branch():
+    # The loop takes what `include` names at its start: the branch around it must pass it
+    # in (was UnboundLocalError inside the branch: nothing but the hint read k).
+    @syntax
+    def f(v, k):
+        if k > 5:
+            return v
+        i = 0
+        while hint(i < 3, include=[k]):
+            i += 1
+            v += 1
+        return v
+    assert f(1, 2) == 4 and f(1, 7) == 1
+
+
 def test_hint_scalar_leaves_python():
     @syntax
     def f(i):

@@ -218,6 +218,13 @@ def killed(targets):
     return out
 
 
+def _included(s):
+    """The names a loop's or branch's pbc.hint(include=[...]) makes its state: read where
+    it starts (its runtime takes their values), whether or not its code reads them."""
+    plan = getattr(s, '_pbc', None)
+    return set(plan['hint'].include) if plan else set()
+
+
 class Liveness:
     """live_in/live_out: id(stmt) -> names that may be read before being rebound;
     head: id(loop) -> names live where the loop tests its condition. `escape` names
@@ -253,11 +260,11 @@ class Liveness:
 
     def stmt(self, s, out, brk, cont):
         if isinstance(s, ast.If):
-            return (reads(s.test) | self.block(s.body, out, brk, cont)
+            return (reads(s.test) | _included(s) | self.block(s.body, out, brk, cont)
                     | self.block(s.orelse, out, brk, cont))
         if isinstance(s, ast.While):
             flag = getattr(s, '_pbc', {}).get('brk')       # read by the loop's runtime
-            test = reads(s.test) | ({flag} if flag else set())
+            test = reads(s.test) | _included(s) | ({flag} if flag else set())
             return self._loop(s, out, lambda b: b | test)
         if isinstance(s, (ast.For, ast.AsyncFor)):
             kill, use = killed([s.target]), reads(s.target)
