@@ -24,7 +24,7 @@ from .flags import JitFlag, flag
 from .reductions import any as _any
 from .regions import Region, copy_of
 from .routines import broadcast_lanes, gather, select
-from .state import Snapshot, nodes, scattered_into, settle, working_copy
+from .state import Snapshot, nodes, per_object, scattered_into, settle, working_copy
 from .tensor import Tensor
 from .tree import assign, children, flatten, paths, rebuild
 
@@ -674,28 +674,35 @@ _COMPRESSED = (' (with compress=True, each iteration runs on just the lanes stil
 def _compressed_loop(state, cond, body, names, c, strict):
     """An evaluated loop whose every iteration runs on just the lanes still in it: they are
     gathered into smaller arrays (the lanes of an enclosing conditional count), and written
-    back into the full-width state as they change, so the work shrinks with the lanes."""
+    back into the full-width state as they change, so the work shrinks with the lanes. An
+    array under several names (`y = x` before the loop) is one object in the body and
+    afterwards, until the body binds the names apart; state that no iteration changed is
+    the caller's array after the loop, as after the other loops."""
     arrays, build = flatten(state)
     width = _width(arrays + [c], 'while_loop', names)
     original = nodes(state)[0]
     mutated = _InPlace(len(original))
     UInt32 = _runtime.class_for(c, 'uint32')
-    full = [broadcast_lanes(a, width) for a in arrays]           # the results, lane by lane
+    full = per_object(arrays, lambda a: broadcast_lanes(a, width))  # the results, per lane
+    changed = [False] * len(arrays)       # per array: whether some iteration changed it
     lanes = _runtime.counter(UInt32, width) if width > 1 else UInt32(0)
     outer = _runtime.mask_top(type(c))
     if outer is not None:
         c = c & outer
-    current = build([type(a)(a) for a in full])
+    current = build(per_object(full, lambda a: type(a)(a)))
     while True:
         # (`lanes` too: unevaluated, each iteration's would gather through all the earlier
         # ones', a kernel longer each time)
         _eval(c, current, lanes)
         keep = _runtime.compress(c if len(c) > 1 else broadcast_lanes(c, len(lanes)))
         if len(keep) == 0:
-            return settle(state, full, original, mutated.flags(), mutated.kept)
+            final = [f if ch else a for a, f, ch in zip(arrays, full, changed)]
+            return settle(state, final, original, mutated.flags(), mutated.kept)
         lanes = gather(UInt32, lanes, keep)
-        work = build([gather(type(a), a, keep) for a in flatten(current)[0]])
+        work = build(per_object(flatten(current)[0], functools.partial(_gathered, keep)))
         snap = Snapshot(work)
+        # (copies, which hold the variables: see Snapshot)
+        before = [type(a)(a) for a in flatten(work)[0]]
         saved = _runtime.masks_take()        # every lane of `work` runs the body
         try:
             with Region(flatten(work)[0]) as region:
@@ -708,16 +715,48 @@ def _compressed_loop(state, cond, body, names, c, strict):
                     'object, or an entry of a container that is not state): make it loop '
                     'state, e.g. pbc.hint(..., include=[name])')
             _check_same(state, new, names, 'while_loop', strict)
-            for a, b in zip(full, flatten(new)[0]):
-                _runtime.scatter(a, b, lanes)
+            _check_compressed_widths(new, names, len(lanes))
+            after = flatten(new)[0]
+            full = _written_back(full, after, lanes)
         finally:
             _runtime.masks_restore(saved)
         mutated.add(snap, new)
-        current = _iteration_ends(new, [a.index != b.index for a, b in
-                                        zip(flatten(work)[0], flatten(new)[0])])
+        now = [a.index != b.index for a, b in zip(before, after)]
+        changed = [x or y for x, y in zip(changed, now)]
+        current = _iteration_ends(new, now)
         c = _condition(call_user(cond, current, W, 'loop condition', size_hint=_COMPRESSED), W)
         if not isinstance(c, ArrayBase):
             raise StateError('pbc.while_loop: the condition must stay a Bool array')
+
+
+def _gathered(keep, a):
+    return gather(type(a), a, keep)
+
+
+def _written_back(full, new, lanes):
+    """The full-width state after an iteration of a compressed loop gave the values `new`
+    on `lanes`: each array of `full` takes them in place, once per object. Names that
+    shared an array and that the iteration bound to different ones get an array each (a
+    copy, made before any is written)."""
+    out, made, first = [], {}, {}
+    for a, b in zip(full, new):
+        key = (id(a), id(b))
+        if key not in made:
+            made[key] = (a if first.setdefault(id(a), key) == key else type(a)(a), b)
+        out.append(made[key][0])
+    for a, b in made.values():
+        _runtime.scatter(a, b, lanes)
+    return out
+
+
+def _check_compressed_widths(new, names, n):
+    """Raises where the body of a compressed loop, run on n lanes, gave a state variable
+    another width (it computed the value from an array as wide as the loop that is not
+    loop state, `m = k > 2` with k read only)."""
+    for path, x in (pv for i, s in enumerate(new) for pv in paths(s, names[i])):
+        if isinstance(x, ArrayBase) and len(x) not in (1, n):
+            raise StateError(f"pbc.while_loop: state variable '{path}' is {len(x)} wide "
+                             f'after an iteration that ran on {n} lanes' + _COMPRESSED)
 
 
 # ---- if_stmt ---------------------------------------------------------------------------------

@@ -42,7 +42,9 @@ scatter-add into. Its statements are what users write, not only expressions:
 * `pbc.eval(x)` and `pbc.schedule(x)` where nothing records.
 
 With `modes=True`, each loop, conditional and call gets a mode of its own (symbolic,
-evaluated, or none: the flags decide), evaluated only outside symbolic code.
+evaluated, or none: the flags decide), evaluated only outside symbolic code; half the
+loops evaluated by request run compressed (`compress=True`, each iteration on just the
+lanes still in the loop, with every place they may read made state by `include`).
 
 The oracle is the same source run in plain Python once per lane (the lanes share `acc`,
 read after the last), on the scalar classes below: `x op= e` changes the object x names
@@ -893,6 +895,12 @@ class Program:
         bound = self.rng.choice(('3', '(k & 3)', '(k % 4)') if not self.K.integer else
                                 ('3', '(k & 3)', place))
         mode, symbolic = self.mode()
+        if 'evaluated' in mode and self.rng.random() < 0.5:
+            # (each iteration on just the lanes still in the loop: what it reads as wide as
+            # the loop must be loop state, which `include` makes it)
+            read = SCALARS + ('v', 'lst', 'd', 'o', 'k', 'm') + ('rng',) * self.pcg + \
+                ('u',) * bool(self.targets) + tuple(self.counters[:-1])
+            mode += f", compress=True, include=[{', '.join(read)}]"
         self.emit(indent, f'while pbc.hint({c} < {bound}, max_iterations={MAX_ITERATIONS}'
                           f'{mode}):')
         self.emit(indent + 1, f'{c} += 1')

@@ -691,6 +691,61 @@ def test_compressed_loop_inside_a_branch_and_in_place():
         f(UInt32(1, 3, 5, 7), UInt32(4, 0, 2, 1), False)
 
 
+@pytest.mark.parametrize('compress', [False, True])
+@pytest.mark.parametrize('in_place', [False, True])
+def test_a_compressed_loop_keeps_the_objects_of_its_state(compress, in_place):
+    # `y = x` before the loop: `x += 1` inside changes y too, `x = x + 1` does not; state
+    # the loop leaves alone (z, the dict) is the caller's object afterwards, which a later
+    # change in place reaches through every name. A compressed loop gave y and z copies
+    # of their own and d a new dict (wrong values), as no other loop does.
+    @pbc.syntax
+    def f(x, d, k):
+        y, z = x, d['p']
+        i = UInt32(0)
+        while pbc.hint(i < k, mode='evaluated', compress=compress, include=[x, y, z, d, k]):
+            i += 1
+            if in_place:
+                x += 1
+            else:
+                x = x + 1
+        z += 5
+        return x, y, z, d
+
+    k = UInt32(0, 1, 2, 3)
+    x, p = UInt32(0, 10, 20, 30), UInt32(1, 2, 3, 4)
+    d = {'p': p}
+    rx, ry, rz, rd = f(x, d, k)
+    assert rx.numpy().tolist() == [0, 11, 22, 33]
+    assert ry.numpy().tolist() == ([0, 11, 22, 33] if in_place else [0, 10, 20, 30])
+    assert (rx is x) == in_place and ry is x and rz is p and rd is d
+    assert d['p'].numpy().tolist() == [6, 7, 8, 9]
+
+
+def test_a_compressed_loop_that_binds_its_state_to_a_value_of_every_lane_names_it():
+    # `m = k > 2`, k read only: m is as wide as the loop, not as the lanes still in it
+    # (was a bare size error from pbc's write-back scatter). Made loop state, k follows.
+    @pbc.syntax
+    def f(n, k, include):
+        i, m = UInt32(0), k > 9
+        if include:
+            while pbc.hint(i < n, mode='evaluated', compress=True, include=[n, k]):
+                i += 1
+                m = k > 2
+        else:
+            while pbc.hint(i < n, mode='evaluated', compress=True, include=[n]):
+                i += 1
+                m = k > 2
+        return i, m
+
+    n, k = UInt32(1, 1, 1, 1, 0), UInt32(0, 1, 2, 3, 4)
+    with pytest.raises(RuntimeError, match="'m' is 5 wide after an iteration that ran on 4 "
+                                           'lanes .*must be loop state'):
+        f(n, k, False)
+    i, m = f(n, k, True)
+    assert i.numpy().tolist() == [1, 1, 1, 1, 0]
+    assert m.numpy().tolist() == [False, False, False, True, False]
+
+
 @pytest.mark.parametrize('mode', MODES)
 @pytest.mark.parametrize('literal', [False, True])
 def test_scatters_into_arguments_write_the_callers_buffer(mode, literal):
