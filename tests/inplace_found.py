@@ -292,6 +292,35 @@ def f(a, b, v, lst, d, o, k, acc):
         pbc.switch(((o.q | d['p']) ^ k) % 4, CALLS, b, a)
     return (a, b, s, t, y, z, v, lst, d, o)
 ''',
+    32000488: '''\
+@pbc.syntax
+def g0(x, y, k, c):
+    return (65535 + k)
+@pbc.syntax
+def g1(x, y, k, c):
+    return (y * k)
+@pbc.syntax
+def g2(x, y, k, c):
+    w = y
+    return (w + 0)
+def f(a, b, v, lst, d, o, k, acc):
+    s = UInt32(0) + a
+    t = UInt32(65535)
+    y = a
+    z = s * 3
+    u = [UInt32(7) + a, UInt32(4294967295)]
+    m = (k & 2) != 0
+    def h():
+        nonlocal y
+        y = (s + 0)
+    if ((s << (v.x & 7)) ^ k) % 3 == 0:
+        if (k & 1) != 0:
+            s = pbc.switch(((y & o.p) ^ k) % 4, (g0, g1, g2), t, y, k, u)
+        if ((65535 + k) ^ k) > z:
+            h()
+        s = d['p']
+    return (a, b, s, t, y, z, m, v, lst, d, o, u)
+''',
 }
 
 # Float64 programs whose values or derivatives (forward and reverse against finite

@@ -1068,6 +1068,32 @@ def test_nested_functions_called_in_regions_change_the_variables_they_close_over
     assert total.numpy().tolist() == [8, 81, 16]
 
 
+@pbc.syntax
+def _a_nested_function_reads_what_a_branch_set(a, k):
+    s = a + 0
+    y = a
+
+    def h():
+        nonlocal y
+        y = s + 0
+
+    if k < 6:
+        if (k & 1) != 0:
+            s = s + 100
+        h()                 # (reads the s that the inner branch set)
+        s = a * 0           # (and nothing after it does)
+    return s, y
+
+
+def test_a_nested_function_reads_what_a_branch_before_its_call_set(mode):
+    # The inner branch's s is read by h() only: it was taken for dead (`s = a * 0`
+    # rebinds it before anything else reads it), the branch returned nothing, and h
+    # read the s from before the branch (y: [10, 10, ...]).
+    s, y = _a_nested_function_reads_what_a_branch_set(UInt32([10] * 8), UInt32(range(8)))
+    assert s.numpy().tolist() == [0] * 6 + [10, 10]
+    assert y.numpy().tolist() == [10, 110, 10, 110, 10, 110, 10, 10]
+
+
 def test_derivatives_through_nested_functions_that_rebind_a_cell(mode):
     x = Float(2.0, 3.0, 4.0)
     pbc.enable_grad(x)

@@ -228,12 +228,18 @@ def _included(s):
 class Liveness:
     """live_in/live_out: id(stmt) -> names that may be read before being rebound;
     head: id(loop) -> names live where the loop tests its condition. `escape` names
-    (read by nested functions, which may run later) are live at every exit."""
+    (read by nested functions, which may run later) are live at every exit. `nested`:
+    per function nested in it, the names it reads (Cells.reads), read where a statement
+    names the function (`h()`, after `s = e` and before `s = e2`: s is live between)."""
 
-    def __init__(self, body, escape=()):
+    def __init__(self, body, escape=(), nested=None):
         self.live_in, self.live_out, self.head = {}, {}, {}
-        self.escape = set(escape)
+        self.escape, self.nested = set(escape), nested or {}
         self.block(body, set(self.escape), set(), set())
+
+    def reads(self, *nodes):
+        names = reads(*nodes)
+        return names.union(*(self.nested[f] for f in names if f in self.nested))
 
     def block(self, stmts, out, brk, cont):
         live = set(out)
@@ -260,54 +266,54 @@ class Liveness:
 
     def stmt(self, s, out, brk, cont):
         if isinstance(s, ast.If):
-            return (reads(s.test) | _included(s) | self.block(s.body, out, brk, cont)
+            return (self.reads(s.test) | _included(s) | self.block(s.body, out, brk, cont)
                     | self.block(s.orelse, out, brk, cont))
         if isinstance(s, ast.While):
             flag = getattr(s, '_pbc', {}).get('brk')       # read by the loop's runtime
-            test = reads(s.test) | _included(s) | ({flag} if flag else set())
+            test = self.reads(s.test) | _included(s) | ({flag} if flag else set())
             return self._loop(s, out, lambda b: b | test)
         if isinstance(s, (ast.For, ast.AsyncFor)):
-            kill, use = killed([s.target]), reads(s.target)
-            return reads(s.iter) | self._loop(s, out, lambda b: (b - kill) | use)
+            kill, use = killed([s.target]), self.reads(s.target)
+            return self.reads(s.iter) | self._loop(s, out, lambda b: (b - kill) | use)
         if isinstance(s, (ast.Try, getattr(ast, 'TryStar', ast.Try))):
             fin = self.block(s.finalbody, out, brk, cont)
             exc = set(fin)
             for h in s.handlers:
                 h_in = self.block(h.body, fin, brk, cont) - ({h.name} if h.name else set())
-                exc |= h_in | (reads(h.type) if h.type else set())
+                exc |= h_in | (self.reads(h.type) if h.type else set())
             after = self.block(s.orelse, fin, brk, cont)
             return self.block(s.body, after | exc, brk, cont) | exc
         if isinstance(s, (ast.With, ast.AsyncWith)):
             kill = killed([i.optional_vars for i in s.items if i.optional_vars])
-            return reads(*header(s)) | (self.block(s.body, out, brk, cont) - kill) | \
-                reads(*[i.optional_vars for i in s.items])
+            return self.reads(*header(s)) | (self.block(s.body, out, brk, cont) - kill) | \
+                self.reads(*[i.optional_vars for i in s.items])
         if isinstance(s, ast.Match):
-            live = reads(s.subject) | out
+            live = self.reads(s.subject) | out
             for c in s.cases:
-                live |= reads(c.pattern, c.guard) | (self.block(c.body, out, brk, cont)
+                live |= self.reads(c.pattern, c.guard) | (self.block(c.body, out, brk, cont)
                                                     - set(Names.of(c.pattern).binds))
             return live
         if isinstance(s, (ast.Return, ast.Raise)):
-            return reads(s) | self.escape
+            return self.reads(s) | self.escape
         if isinstance(s, ast.Break):
             return set(brk)
         if isinstance(s, ast.Continue):
             return set(cont)
         if isinstance(s, ast.Assign):
-            return (out - killed(s.targets)) | reads(s.value, *s.targets)
+            return (out - killed(s.targets)) | self.reads(s.value, *s.targets)
         if isinstance(s, ast.AnnAssign):
             if s.value is None:
                 return set(out)
-            return (out - killed([s.target])) | reads(s.value, s.target)
+            return (out - killed([s.target])) | self.reads(s.value, s.target)
         if isinstance(s, ast.Delete):
-            return (out - killed(s.targets)) | reads(*s.targets)
+            return (out - killed(s.targets)) | self.reads(*s.targets)
         if isinstance(s, ast.AugAssign):
-            return out | reads(s.value, s.target) | killed([s.target])
+            return out | self.reads(s.value, s.target) | killed([s.target])
         if isinstance(s, (ast.Import, ast.ImportFrom)):
             return out - set(Names.of(s).binds)
         if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            return (out - {s.name}) | reads(s)
-        return out | reads(s)            # AugAssign, Expr, Assert, Global, Pass, ...
+            return (out - {s.name}) | self.reads(s)
+        return out | self.reads(s)            # AugAssign, Expr, Assert, Global, Pass, ...
 
 
 class Assigned:

@@ -131,10 +131,11 @@ def process(fdef, fn, where, recursive, outer_locals=()):
         and 'range' not in fn.__globals__
     Lowerer(where.filename, set(declared), builtin_range).function(fdef)
     local, _ = function_locals(fdef)              # now with the generated names
-    live = Liveness(fdef.body, escaping(fdef))
+    nested = cells(fdef, local)
+    live = Liveness(fdef.body, escaping(fdef), nested.reads)
     assigned = Assigned(fdef.body, param_names(fdef))
     Rewriter(fdef, live, assigned, local, first_use_order(fdef), where,
-             set(declared), cells(fdef, local)).function()
+             set(declared), nested).function()
     ast.fix_missing_locations(fdef)
 
 
