@@ -122,6 +122,31 @@ def test_dispatch_in_a_loop_and_scatter_in_a_callee(mode):
     assert hits.numpy().tolist()[1:4] == [3 * sum(o is c for o in objs) for c in counters]
 
 
+@pbc.syntax
+def _pointers_drawn_again_in_a_loop(k, n, mode):
+    table = Ptr[Shape]([SHAPES[0], SHAPES[1], None, SHAPES[3]])
+    p = pbc.gather(Ptr[Shape], table, k % 4)
+    i = UInt32(0)
+    while pbc.hint(i < n, mode=mode):
+        i += 1
+        p = pbc.gather(Ptr[Shape], table, (k + i) % 4)      # (table: only passed)
+    return p.eval(Float(k))[0]
+
+
+@pytest.mark.parametrize('mode', MODES)
+@pytest.mark.parametrize('per_lane', [False, True])
+def test_a_loop_draws_pointers_from_a_table_it_only_reads(mode, per_lane):
+    # The table, a pointer array passed to a call, was taken for a container the call may
+    # store into: loop state, of another width (SizeError).
+    k = UInt32(range(9))
+    n = [j % 3 if per_lane else 2 for j in range(9)]
+    got = _pointers_drawn_again_in_a_loop(k, UInt32(n) if per_lane else UInt32(2), mode)
+    table = [SHAPES[0], SHAPES[1], None, SHAPES[3]]
+    want, _ = reference([table[(j + n[j]) % 4] for j in range(9)], range(9))
+    got = got.numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
 @pytest.mark.parametrize('mode', MODES)
 def test_switch(mode):
     idx = UInt32(0, 1, 2, 7, 1, 0)

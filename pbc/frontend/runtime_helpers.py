@@ -9,6 +9,7 @@ import types
 
 from .. import control
 from .._runtime import ArrayBase
+from ..dispatch import PtrBase
 from ..routines import select
 from ..state import nodes
 from ..tensor import Tensor
@@ -248,8 +249,9 @@ def _passed_containers(reads, passed):
 
 
 def _holds_arrays(x):
-    """Whether x is a container holding arrays."""
-    if isinstance(x, ArrayBase) or children(x) is None:
+    """Whether x is a container holding arrays. (A pointer array is a value, as an array
+    is: a function stores nothing into it.)"""
+    if isinstance(x, (ArrayBase, PtrBase)) or children(x) is None:
         return False
     try:
         return next(leaves(x), None) is not None
