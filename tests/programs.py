@@ -31,6 +31,10 @@ scatter-add into. Its statements are what users write, not only expressions:
   they store into, the program's `u`), which they also call as plain functions, on any
   places (one object twice, too); an index of 3 calls nothing (a result assigned from it
   is zero there);
+* in half of the programs with targets, classes B0, B1(B0), B2(B0) whose method `g` is
+  one of the targets plus a field of the instance, called through a pointer array
+  `p.g(...)` (each lane its instance's, or none: null) that regions draw again from a
+  table (`p = pbc.gather(Ptr[B0], ptab, i)`);
 * in a fifth of the programs, functions nested in the program that regions call: `h()`,
   which changes its variables in place, binds them (`nonlocal s`) and stores into its
   containers, and `r(x)`, also a target of symbolic calls (`pbc.switch(i, (r, r), p)`),
@@ -296,9 +300,35 @@ def _struct_init(self, p=None, q=None):
     self.p, self.q = p, q
 
 
+class _LanePtr:
+    """The oracle's Ptr[Base]: `Ptr[B](objs)` is the list of instances (None: null), of
+    which pbc.gather picks the lane's (a _LaneTarget)."""
+
+    def __class_getitem__(cls, base):
+        return list
+
+
+class _LaneTarget:
+    """A lane's pointer: a method call runs its instance's method (the result a new
+    object, as a call's), or, null, none: zeros."""
+
+    def __init__(self, obj):
+        self.obj = obj
+
+    def __getattr__(self, name):
+        def method(*args, mode=None):
+            if self.obj is None:
+                return type(args[0])(0)
+            return fresh(getattr(self.obj, name)(*args))
+        return method
+
+
 class _Hint:
     """The `pbc` the oracle's programs see: hint() returns its condition, switch() calls
-    the lane's target, scatter_add() adds into the entry of a list that all lanes share."""
+    the lane's target, scatter_add() adds into the entry of a list that all lanes share,
+    gather() picks the lane's pointer."""
+
+    Object = object
 
     @staticmethod
     def hint(value, **kwargs):
@@ -318,6 +348,10 @@ class _Hint:
     @staticmethod
     def scatter_add(target, value, index):
         target[_value(index)] += value
+
+    @staticmethod
+    def gather(_, table, index):
+        return _LaneTarget(table[_value(index)])
 
     @staticmethod
     def eval(*args):
@@ -436,6 +470,8 @@ def lane_source(source):
     lanes cannot be the same object on the others.) Everything else is Python's meaning."""
     fdefs = ast.parse(source).body
     for i, fdef in enumerate(fdefs):
+        if not isinstance(fdef, ast.FunctionDef):        # (the classes of method calls)
+            continue
         fdef.decorator_list = []
         _, declared = function_locals(fdef)
         Lowerer('<program>', set(declared), True).function(fdef)
@@ -519,6 +555,10 @@ class Program:
                             for i in range(3)]
             for g in self.targets:
                 self.lines += g.lines
+        # (half of those also as methods of classes, called through a pointer array `p`)
+        self.ptr = bool(self.targets) and self.rng.random() < 0.5
+        if self.ptr:
+            self.classes()
         emit('def f(a, b, v, lst, d, o, k, acc):')
         emit(f'    s = {self.T}({self.literal()}) + a')
         emit(f'    t = {self.T}({self.literal()})')
@@ -545,6 +585,10 @@ class Program:
         if self.nested:
             self.define_h()
         self.r_names = self.define_r() if self.nested and self.rng.random() < 0.5 else None
+        if self.ptr:
+            fields = ', '.join(f'B{i}({self.T}({self.literal()}))' for i in range(3))
+            self.emit(1, f'ptab = Ptr[B0]([{fields}, None])')
+            self.point(1)
         self.block(1, size, loop_depth=0, top=True)
         emit('    return ' + self.result())
 
@@ -597,6 +641,36 @@ class Program:
             self.emit(2, 'nonlocal ' + ', '.join(names))
         self.lines += body
         return bound
+
+    def classes(self):
+        """Classes B0, B1(B0), B2(B0) whose method g(x, y, k, c) is a target of the
+        program's plus the instance's field w (read only: a target cannot change its
+        instance)."""
+        args = 'x, y, k, c' + (', rng' if self.pcg else '')
+        ops = ('+', '-', '*', '^') if self.K.integer else ('+', '-')
+        emit = self.lines.append
+        emit('class B0(pbc.Object):')
+        emit('    def __init__(self, w):')
+        emit('        self.w = w')
+        for i, g in enumerate(self.targets):
+            if i:
+                emit(f'class B{i}(B0):')
+            emit(f'    def g(self, {args}):')
+            emit(f'        return {g.name}({args}) {self.rng.choice(ops)} self.w')
+
+    def point(self, indent):
+        """p: each lane's pointer into ptab (B0, B1, B2 or null), drawn again in regions."""
+        self.emit(indent, f'p = pbc.gather(Ptr[B0], ptab, {self.index()} % 4)')
+
+    def method_call(self, indent):
+        """p.g(...) on two places (maybe one object): each lane calls its instance's
+        method, or none (null); the result assigned to a place, or not."""
+        p, q = self.rng.sample(self.places, 2)
+        if self.rng.random() < 0.1:
+            p = q
+        call = f'p.g({p}, {q}, k, u' + (', rng' if self.pcg else '') + f'{self.mode()[0]})'
+        self.emit(indent, (f'{self.rng.choice(self.places)} = ' if self.rng.random() < 0.5
+                           else '') + call)
 
     def call_r(self, indent):
         """A call of r: through pbc.switch (lanes whose index is 2 call nothing) or
@@ -698,6 +772,8 @@ class Program:
     def statement(self, indent, size, loop_depth, top):
         if self.targets and self.rng.random() < 0.03:
             return self.call(indent)
+        if getattr(self, 'ptr', False) and self.rng.random() < 0.02:
+            return self.point(indent)
         if getattr(self, 'nested', False) and self.rng.random() < 0.05:
             return self.emit(indent, 'h()')
         if getattr(self, 'r_names', None) is not None and self.rng.random() < 0.05:
@@ -742,7 +818,9 @@ class Program:
     def call(self, indent):
         """pbc.switch on two places (maybe one object): over CALLS (targets that change an
         argument in place), or over the program's own targets (their result assigned to a
-        place, or not)."""
+        place, or not); with classes, also a method call through `p`."""
+        if getattr(self, 'ptr', False) and self.rng.random() < 0.3:
+            return self.method_call(indent)
         if self.targets and self.rng.random() < 0.25:
             # (a plain Python call of one of them: its arguments may be one object, and
             # the loops in it meet other objects than at other calls)
@@ -899,7 +977,7 @@ class Program:
             # (each iteration on just the lanes still in the loop: what it reads as wide as
             # the loop must be loop state, which `include` makes it)
             read = SCALARS + ('v', 'lst', 'd', 'o', 'k', 'm') + ('rng',) * self.pcg + \
-                ('u',) * bool(self.targets) + tuple(self.counters[:-1])
+                ('u',) * bool(self.targets) + ('p',) * self.ptr + tuple(self.counters[:-1])
             mode += f", compress=True, include=[{', '.join(read)}]"
         self.emit(indent, f'while pbc.hint({c} < {bound}, max_iterations={MAX_ITERATIONS}'
                           f'{mode}):')
@@ -993,7 +1071,7 @@ def run_lanes(source, values, kind):
     Scalar = KINDS[kind].lane
     Vector, Obj = lane_vector(Scalar), struct_type(Scalar)
     ns = dict(UInt32=LaneU32, Int32=LaneI32, Float=LaneF32, Float64=LaneF64, pbc=_Hint,
-              fresh=fresh, CALLS=CALLS[kind])
+              fresh=fresh, CALLS=CALLS[kind], Ptr=_LanePtr)
     exec(_lane_code(source), ns)
     acc = [Scalar(x) for x in values[10]]
     out = []
@@ -1045,7 +1123,8 @@ def compile_program(source, path, kind, backend):
     with open(path, 'w') as f:
         f.write(source)
     ns = dict(UInt32=backend.UInt32, Int32=backend.Int32, Float=backend.Float,
-              Float64=backend.Float64, PCG32=backend.PCG32, pbc=pbc, CALLS=CALLS[kind])
+              Float64=backend.Float64, PCG32=backend.PCG32, pbc=pbc, CALLS=CALLS[kind],
+              Ptr=backend.Ptr)
     exec(compile(source, path, 'exec'), ns)
     return pbc.syntax(ns['f'])
 
