@@ -701,8 +701,8 @@ def _compressed_loop(state, cond, body, names, c, strict):
         lanes = gather(UInt32, lanes, keep)
         work = build(per_object(flatten(current)[0], functools.partial(_gathered, keep)))
         snap = Snapshot(work)
-        # (copies, which hold the variables: see Snapshot)
-        before = [type(a)(a) for a in flatten(work)[0]]
+        start = flatten(work)[0]
+        before = [type(a)(a) for a in start]     # (copies, which hold the variables: Snapshot)
         saved = _runtime.masks_take()        # every lane of `work` runs the body
         try:
             with Region(flatten(work)[0]) as region:
@@ -723,10 +723,25 @@ def _compressed_loop(state, cond, body, names, c, strict):
         mutated.add(snap, new)
         now = [a.index != b.index for a, b in zip(before, after)]
         changed = [x or y for x, y in zip(changed, now)]
-        current = _iteration_ends(new, now)
+        current = _iteration_ends(build(_apart(start, after)), now)
         c = _condition(call_user(cond, current, W, 'loop condition', size_hint=_COMPRESSED), W)
         if not isinstance(c, ArrayBase):
             raise StateError('pbc.while_loop: the condition must stay a Bool array')
+
+
+def _apart(start, new):
+    """The arrays `new` that an iteration gave the names that held `start` as it began, for
+    the next: names that held one object and that the body left one stay one; names that
+    held different ones are different ones (`o.q = y` in the body binds the place o.q: a
+    new object each iteration, as in every loop, docs/semantics.md), a copy where needed."""
+    out, made, taken = [], {}, set()
+    for a, b in zip(start, new):
+        key = (id(a), id(b))
+        if key not in made:
+            made[key] = type(b)(b) if id(b) in taken else b
+            taken.add(id(b))
+        out.append(made[key])
+    return out
 
 
 def _gathered(keep, a):

@@ -698,18 +698,29 @@ def test_a_compressed_loop_keeps_the_objects_of_its_state(compress, in_place):
     # the loop leaves alone (z, the dict) is the caller's object afterwards, which a later
     # change in place reaches through every name. A compressed loop gave y and z copies
     # of their own and d a new dict (wrong values), as no other loop does.
+    # (two functions: a body that binds x anywhere gives x a new object as each iteration
+    # starts, docs/semantics.md)
     @pbc.syntax
-    def f(x, d, k):
+    def changes(x, d, k):
         y, z = x, d['p']
         i = UInt32(0)
         while pbc.hint(i < k, mode='evaluated', compress=compress, include=[x, y, z, d, k]):
             i += 1
-            if in_place:
-                x += 1
-            else:
-                x = x + 1
+            x += 1
         z += 5
         return x, y, z, d
+
+    @pbc.syntax
+    def binds(x, d, k):
+        y, z = x, d['p']
+        i = UInt32(0)
+        while pbc.hint(i < k, mode='evaluated', compress=compress, include=[x, y, z, d, k]):
+            i += 1
+            x = x + 1
+        z += 5
+        return x, y, z, d
+
+    f = changes if in_place else binds
 
     k = UInt32(0, 1, 2, 3)
     x, p = UInt32(0, 10, 20, 30), UInt32(1, 2, 3, 4)
@@ -719,6 +730,28 @@ def test_a_compressed_loop_keeps_the_objects_of_its_state(compress, in_place):
     assert ry.numpy().tolist() == ([0, 11, 22, 33] if in_place else [0, 10, 20, 30])
     assert (rx is x) == in_place and ry is x and rz is p and rd is d
     assert d['p'].numpy().tolist() == [6, 7, 8, 9]
+
+
+def _bump(x, y):
+    x += 1
+    return x
+
+
+@pytest.mark.parametrize('compress', [False, True])
+def test_a_place_a_compressed_loop_binds_is_a_new_object_each_iteration(compress):
+    # `o[0] = y` binds the place: the next iteration's o[0] is an object of its own, which
+    # the call changes in place without changing y (a compressed loop kept them one).
+    @pbc.syntax
+    def f(k, y, o):
+        i = UInt32(0)
+        while pbc.hint(i < 3, mode='evaluated', compress=compress, include=[k, y, o]):
+            i += 1
+            pbc.switch(k % 2, (_bump, _bump), o[0], y, mode='evaluated')
+            o[0] = y
+        return y, o[0]
+
+    y, o0 = f(UInt32(0, 1, 2, 3), UInt32(10), [UInt32(0)])
+    assert y.numpy().tolist() == [10] and o0.numpy().tolist() == [10] * 4
 
 
 def test_a_compressed_loop_that_binds_its_state_to_a_value_of_every_lane_names_it():
