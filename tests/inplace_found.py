@@ -321,6 +321,26 @@ def f(a, b, v, lst, d, o, k, acc):
         s = d['p']
     return (a, b, s, t, y, z, m, v, lst, d, o, u)
 ''',
+    33000576: '''\
+def f(a, b, v, lst, d, o, k, acc):
+    s = UInt32(3) + a
+    t = UInt32(65535)
+    y = a
+    z = s * 2
+    m = (((lst[0] << (o.p & 7)) ^ k) & 1) == 0
+    c1 = UInt32(0)
+    while pbc.hint(c1 < (v.x & 3), max_iterations=8, mode='evaluated'):
+        c1 += 1
+        y >>= (((5 + k) >> (((0 + k) | z) & 7)) & 7)
+        if pbc.hint(((v[2] << (a & 7)) ^ k) > a, mode='symbolic'):
+            y = (pbc.minimum(z, k) << (pbc.select((((7 + k) >> (z & 7)) ^ k) > o.q, s, o.q) & 7))
+        c3 = UInt32(0)
+        while pbc.hint(c3 < (k & 3), max_iterations=8, mode='evaluated', compress=True, include=[a, b, s, t, y, z, v, lst, d, o, k, m, c1]):
+            c3 += 1
+            if pbc.hint(m, mode='evaluated'):
+                break
+    return (a, b, s, t, y, z, m, v, lst, d, o)
+''',
 }
 
 # Float64 programs whose values or derivatives (forward and reverse against finite

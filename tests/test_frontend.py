@@ -79,7 +79,7 @@ labels=('x',))
                 steps += 1
                 return (x, steps)
             x, steps = __pbc_ctl__.while_loop((x, steps), _pbc_cond_1, _pbc_body_1, \
-labels=('x', 'steps'))
+labels=('x', 'steps'), rebinds=('x',))
             return steps''')
 
 
@@ -138,7 +138,7 @@ def test_golden_break():
 _pbc_false_2, labels=('n', '_pbc_brk_1'))
                 return (i, n, _pbc_brk_1)
             i, n, _pbc_brk_1 = __pbc_ctl__.while_loop((i, n, _pbc_brk_1), _pbc_cond_1, \
-_pbc_body_1, labels=('i', 'n', '_pbc_brk_1'))
+_pbc_body_1, labels=('i', 'n', '_pbc_brk_1'), rebinds=('_pbc_brk_1',))
             return (i, n)''')
 
 
@@ -170,7 +170,7 @@ def test_golden_for_range_chooses_at_run_time():
                     total += i
                     return (total, _pbc_i_1)
                 total, _pbc_i_1 = __pbc_ctl__.while_loop((total, _pbc_i_1), _pbc_cond_1, \
-_pbc_body_1, labels=('total', '_pbc_i_1'))
+_pbc_body_1, labels=('total', '_pbc_i_1'), rebinds=('_pbc_i_1',))
             return total''')
     assert triangle(5) == 10
     with pytest.raises(TypeError, match="'total' changed from int 0 to UInt32"):

@@ -1069,6 +1069,26 @@ def test_nested_functions_called_in_regions_change_the_variables_they_close_over
 
 
 @pbc.syntax
+def _rebound_in_a_loop_without_reads(a, k):
+    y = a
+    i = UInt32(0)
+    while pbc.hint(i < 2, include=[a, k]):      # (everything it reads is state)
+        i += 1
+        y >>= 1             # (y is a new object as each iteration starts: a stays)
+        if k > 2:
+            y = k + 0
+    return a, y
+
+
+def test_a_loop_with_no_read_only_variables_rebinds_as_any_other(mode):
+    # The frontend passed the loop the names its body rebinds only with the variables it
+    # reads: with none, y stayed a's object into the iteration (a: 32 in evaluated mode).
+    a, y = _rebound_in_a_loop_without_reads(UInt32([64] * 5), UInt32(range(5)))
+    assert a.numpy().tolist() == [64] * 5
+    assert y.numpy().tolist() == [16, 16, 16, 3, 4]
+
+
+@pbc.syntax
 def _a_nested_function_reads_what_a_branch_set(a, k):
     s = a + 0
     y = a

@@ -211,7 +211,7 @@ class Rewriter:
                       for i, v in enumerate(reads) if v in passes]
             if passed:
                 kw.append(ast.keyword('passed', ast.Tuple(passed, ast.Load())))
-        if reads and rebinds:
+        if rebinds:
             kw.append(ast.keyword('rebinds', ast.Tuple([ast.Constant(v) for v in rebinds],
                                                        ast.Load())))
         call = located(ast.Call(ctl(fn).func, state, kw + hint.keywords), at)
