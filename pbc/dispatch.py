@@ -276,18 +276,19 @@ def _call(selector, targets, args, mode, what, mask=None):
 
 def _loop_variables_read(targets):
     """The cells of the targets' enclosing variables that hold arrays whose derivatives
-    are made in the symbolic loop body (or call target) being recorded: the call takes
-    them as arguments (call_effects.in_callers_place), so that their gradients leave the
-    derivative call as its results do; read from the enclosing scope, they would go into
-    sinks that the body's kernel reads after the call writes them."""
-    body = ad_propagate.in_body()
-    if body is None or not _runtime.ad_live_count():
+    are made in a symbolic loop body (or call target) being recorded, the innermost or
+    one around it (a variable of an outer loop, read by a call in an inner one): the call
+    takes them as arguments (call_effects.in_callers_place), so that their gradients
+    leave the derivative call as its results do; read from the enclosing scope, they
+    would go into sinks that the body's kernel reads after the call writes them."""
+    if ad_propagate.in_body() is None or not _runtime.ad_live_count():
         return []
+    first = ad_propagate.outermost_serial()
     out = []
     for _, fn, _ in targets:
         for cell in call_effects.array_cells(fn)[0]:
             node = _runtime.ad_index(cell.cell_contents)
-            if node and _runtime.ad_serial_of(node) >= body.serial and \
+            if node and _runtime.ad_serial_of(node) >= first and \
                     all(cell is not c for c in out):
                 out.append(cell)
     return out

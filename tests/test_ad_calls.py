@@ -546,6 +546,43 @@ def test_reverse_mode_through_a_loop_in_a_method():
 
 
 @pbc.syntax
+def _target_reads_an_outer_loop_variable(a, k):
+    s = Float64(1.0) + a
+    t = Float64(0.0)
+
+    def r(x):
+        return x * s
+
+    i = UInt32(0)
+    while pbc.hint(i < (k % 4), max_iterations=8):
+        i += 1
+        s *= 1.5                        # (s: a variable of the outer loop)
+        j = UInt32(0)
+        while pbc.hint(j < 2, max_iterations=8):
+            j += 1
+            t += pbc.switch(k % 2, (r, r), Float64(1.0), mode='symbolic')
+    return t
+
+
+@pytest.mark.parametrize('reverse', [False, True])
+def test_derivatives_of_a_call_in_an_inner_loop_whose_target_reads_an_outer_loop_variable(
+        reverse):
+    # (only variables of the innermost loop were taken as arguments: in reverse mode, an
+    # error from inside pbc, "a value computed inside a symbolic loop body is used outside")
+    a = Float64(0.1, 0.2, 0.3, 0.4)
+    pbc.enable_grad(a)
+    t = _target_reads_an_outer_loop_variable(a, UInt32(0, 1, 2, 3))
+    if reverse:
+        pbc.backward(t)
+        g = pbc.grad(a)
+    else:
+        pbc.forward(a)
+        g = pbc.grad(t)
+    want = [2 * sum(1.5 ** j for j in range(1, n + 1)) for n in range(4)]
+    np.testing.assert_allclose(g.numpy(), want, rtol=1e-12)
+
+
+@pbc.syntax
 def _target_reads_a_loop_variable(a, k):
     s = Float64(1.0) + a
     t = Float64(0.0)
