@@ -16,6 +16,7 @@ def call_begin(uint64_t key, uint32_t size, int backend):
 
 def call_arg(uint32_t start, ArrayBase value):
     """A new reference to the argument `value` as seen inside target `start`."""
+    flush_if_dirty(value._index, 0, 0, 0)      # (the target reads it: queued writes first)
     cdef uint32_t r = var_new(OP_CALL_ARG, value._vt, vars[value._index].size, start,
                               value._index, 0, 0, 0, 0, value._backend)
     scope_of[r] = start

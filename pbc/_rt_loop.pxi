@@ -162,6 +162,9 @@ def loop_begin(list inits, uint32_t size, int backend):
     condition and body must read instead of the initial values."""
     global loop_serial
     cdef uint32_t start, p, init
+    # (the loop reads its initial state: writes queued into it run first, as before any op)
+    for x in inits:
+        flush_if_dirty(x, 0, 0, 0)
     loop_serial += 1
     start = open_scope(OP_LOOP_START, size, loop_serial, backend)
     phis = []

@@ -871,3 +871,26 @@ def test_a_loop_that_changes_its_state_in_place_lets_go_of_its_nodes(fn):
     del a, x, y
     gc.collect()
     assert _runtime.ad_live_count() == live
+
+
+@pytest.mark.parametrize('compress', [False, True])
+def test_forward_mode_through_a_loop_after_an_evaluated_loop(compress):
+    # The evaluated (or compressed) loop writes its results with scatters; their tangents
+    # too. The symbolic loop after it read the tangent before the last queued write ran:
+    # d/da 6 for 9 on the lanes that ran the most iterations.
+    k = UInt32(range(8))
+    a = Float64([0.1 * j for j in range(1, 9)])
+    pbc.enable_grad(a)
+    s = a + 1.0
+
+    def body(i, b, s, k):
+        b += s * 2.0
+        return i + 1, b, s, k
+
+    _, b, _, _ = pbc.while_loop((UInt32(0), Float64([1.0] * 8), s, k),
+                                lambda i, b, s, k: i < k % 4, body, mode='evaluated',
+                                compress=compress)
+    _, b = pbc.while_loop((UInt32(0), b), lambda i, b: i < 1, lambda i, b: (i + 1, b * 1.5),
+                          mode='symbolic', max_iterations=8)
+    pbc.set_grad(a, 1.0)
+    assert pbc.forward_to(b).numpy().tolist() == [3.0 * (j % 4) for j in range(8)]

@@ -956,3 +956,14 @@ def test_loops_that_pass_a_container_to_a_call_have_memories_of_their_own(monkey
     u = f(Float(1.0), k)
     assert np.array_equal(u[0].numpy(), 1 + 2 * k.numpy())
     assert len({key[0] for key in control._invariant_memo}) == 2
+
+
+@pytest.mark.parametrize('mode', MODES)
+def test_a_loop_sees_a_write_queued_into_its_initial_state(mode):
+    # A scatter into an array is queued until something reads the array; a symbolic loop
+    # read its initial state without running it first (the old value: 6 for 15).
+    b = Float([1.0, 2.0, 3.0, 4.0])
+    pbc.scatter(b, Float(10.0), UInt32([3]))
+    i, r = pbc.while_loop((UInt32(0), b), lambda i, b: i < 1, lambda i, b: (i + 1, b * 1.5),
+                          mode=mode)
+    assert r.numpy().tolist() == [1.5, 3, 4.5, 15]

@@ -1586,3 +1586,12 @@ def test_a_single_target_is_a_call_too(optimize, capfd):
         r = pbc.switch(index, [lambda v: (pbc.print('v={v}', v=v), v * 2)[1]], x)
         assert r.numpy().tolist() == [2, 0, 6, 0]
     assert capfd.readouterr().out.strip() == 'v=[1, 3]'
+
+
+@pytest.mark.parametrize('mode', MODES)
+def test_a_call_sees_a_write_queued_into_its_argument(mode):
+    # (a symbolic call read the argument without running the queued scatter: 12 for 30)
+    t = Float([1.0, 2.0, 3.0, 4.0])
+    pbc.scatter(t, Float(10.0), UInt32([3]))
+    r = pbc.switch(UInt32([0, 0, 1, 1]), [lambda x: x * 2, lambda x: x * 3], t, mode=mode)
+    assert r.numpy().tolist() == [2, 4, 9, 30]
