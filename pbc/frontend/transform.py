@@ -132,7 +132,9 @@ def process(fdef, fn, where, recursive, outer_locals=()):
     Lowerer(where.filename, set(declared), builtin_range).function(fdef)
     local, _ = function_locals(fdef)              # now with the generated names
     nested = cells(fdef, local)
-    live = Liveness(fdef.body, escaping(fdef), nested.reads)
+    # (what a nested function changes in place, `nonlocal z; z += e`, it reads too)
+    live = Liveness(fdef.body, escaping(fdef),
+                    {f: nested.reads.get(f, set()) | nested.effects[f] for f in nested.functions})
     assigned = Assigned(fdef.body, param_names(fdef))
     Rewriter(fdef, live, assigned, local, first_use_order(fdef), where,
              set(declared), nested).function()
