@@ -229,8 +229,9 @@ class Liveness:
     """live_in/live_out: id(stmt) -> names that may be read before being rebound;
     head: id(loop) -> names live where the loop tests its condition. `escape` names
     (read by nested functions, which may run later) are live at every exit. `nested`:
-    per function nested in it, the names it reads (Cells.reads), read where a statement
-    names the function (`h()`, after `s = e` and before `s = e2`: s is live between)."""
+    per function nested in it, the names it reads or changes in place (Cells), read where
+    a statement names the function (`h()`, after `s = e` and before `s = e2`: s is live
+    between)."""
 
     def __init__(self, body, escape=(), nested=None):
         self.live_in, self.live_out, self.head = {}, {}, {}
