@@ -14,7 +14,7 @@ from .checks import (
                        assert_false,
                        assert_true,
 )
-from .control import Loop, hint, if_stmt, loop_stats, while_loop
+from .control import hint, if_stmt, loop_stats, while_loop
 from .debug import graphviz, whos
 from .device_print import format, print  # noqa: A001
 from .dispatch import Object, dispatch, switch
@@ -30,6 +30,7 @@ from .evaluate import (
 )
 from .flags import JitFlag, flag, scoped_set_flag, set_flag
 from .frontend import kernel, syntax
+from .legacy_loop import Loop
 from .local import Local, alloc_local
 from .math import *  # noqa: F403  (sin, cos, exp, log, power, ...)
 from .math import power

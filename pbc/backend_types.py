@@ -6,7 +6,7 @@ differentiable themselves)."""
 import sys
 
 from .array import make_flat_types
-from .control import Loop
+from .legacy_loop import Loop
 from .dispatch import make_ptr
 from .pcg32 import make_pcg32
 from .tensor import make_tensor_types

@@ -46,9 +46,20 @@ class Region:
                 self.changed[key] = (x, copy_of(x))
                 x._assign(old)
         finally:
-            _open.pop()
+            # (with any region opened after it and left open: a pbc.Loop's whose body
+            # raised, which puts its arrays back itself when it goes away)
+            if self in _open:
+                del _open[_open.index(self):]
             _runtime.set_inplace_hook(_changing if _open else None)
         return False
+
+
+def will_change(arrays):
+    """Tells the innermost open region that `arrays` are about to change in place (code
+    that changes them later, as a pbc.Loop's body its state, in a region of its own)."""
+    if _open:
+        for x in arrays:
+            _changing(x)
 
 
 def adopt(arrays):
