@@ -6,8 +6,8 @@ differentiable themselves)."""
 import sys
 
 from .array import make_flat_types
-from .legacy_loop import Loop
 from .dispatch import make_ptr
+from .legacy_loop import Loop
 from .pcg32 import make_pcg32
 from .tensor import make_tensor_types
 from .vector import make_vector_types
