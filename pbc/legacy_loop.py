@@ -156,10 +156,10 @@ class _Run:
         """Ends the loop undone: every array it changed gets its value from before it."""
         if self.region is not None:
             self.leave()
-        for a, b in zip(self.start, self.before):
-            a._assign(b)
         for x, b in self.outside.values():
             x._assign(b)
+        for a, b in zip(self.start, self.before):
+            a._assign(b)
 
 
 class _Symbolic(_Run):
@@ -190,11 +190,14 @@ class _Symbolic(_Run):
                 'loop cannot carry: add it to the state (state=lambda: (...))'))
         outs = _runtime.loop_end(self.id, self.phis, [a.index for a in now])
         self.id = None
-        # The variables (the objects the state lambda sees now, and the ones it saw at the
-        # start, in case the body rebound names) take their values after the loop.
-        for objs in (now, self.start):
-            for a, o in zip(objs, outs):
-                a._set_index(o)
+        # The objects the state lambda sees now take their values after the loop; an object
+        # it saw at the start that the body rebound to another gets back its value from
+        # before the loop (docs/semantics.md, rules 4 and 8).
+        kept = {id(a) for a, b in zip(now, self.start) if a is b}
+        for a, b, o, old in zip(now, self.start, outs, self.before):
+            a._set_index(o)
+            if id(b) not in kept:
+                b._assign(old)
         for o in outs:
             _runtime.dec_ref(o)
         return False
@@ -226,7 +229,9 @@ class _Evaluated(_Run):
         # (the iteration's lanes: where the loop goes on, the values it starts from)
         self.active, self.values = c, [copy_of(a) for a in arrays]
         _runtime.mask_push(c)
-        self.enter(arrays)
+        # (the state too is seen as arrays from outside: the lanes not in the iteration keep
+        # what the body changes in place, the state's objects before it rebinds them too)
+        self.enter(())
         return True
 
     def end_iteration(self):

@@ -137,3 +137,28 @@ def test_derivatives_of_state_and_of_arrays_outside_it(direction):
     assert np.allclose(r.numpy(), xs ** n) and np.allclose(q.numpy(), xs + n * xs * xs)
     assert np.allclose(dr.numpy(), n * xs ** (n - 1))
     assert np.allclose(dq.numpy(), 1 + 2 * n * xs)
+
+
+def test_a_state_variable_changed_in_place_then_rebound(mode):
+    # Python: the caller's object takes the in-place change (an evaluated loop: on each
+    # iteration's lanes); a symbolic loop, which records one body for all iterations, gives
+    # it back its value from before the loop, as @pbc.syntax loops do (semantics.md, rule 4)
+    i, x = UInt32(0, 1, 3), Float(1, 2, 3)
+    first = x
+    loop = pbc.Loop('a', state=lambda: (i, x))
+    while loop(i < 3):
+        x *= 2
+        x = x + 1
+        i += 1
+    assert x.numpy().tolist() == [15, 11, 3]
+    assert first.numpy().tolist() == ([2, 4, 3] if mode == 'evaluated' else [1, 2, 3])
+
+
+def test_an_alias_of_the_state_changed_in_place(mode):
+    i, x = UInt32(0, 1, 2), Float(1, 2, 3)
+    y = x
+    loop = pbc.Loop('a', state=lambda: (i, x))
+    while loop(i < 3):
+        y += 1
+        i += 1
+    assert x.numpy().tolist() == [4, 4, 4] and y is x
