@@ -113,7 +113,7 @@ class _Run:
         self.name, self.funcs, self.start = loop.name, loop._funcs, arrays
         self.before = [copy_of(a) for a in arrays]
         self.born = _runtime.arrays_made_so_far()
-        self.region = None
+        self.region, self.aborted = None, False
         self.outside = {}       # id -> (array of others the loop changed, its value before)
         # (the body changes the state in place, in a region of its own: a region around the
         # loop learns it now)
@@ -121,12 +121,14 @@ class _Run:
 
     def enter(self, own):
         self.region = Region(own)
+        self.region.discard = self.abort    # (a region around the loop that ends first)
         self.region.__enter__()
 
     def leave(self):
         """The arrays of others that the iteration changed, back at their old values, with
         their values at its end."""
         region, self.region = self.region, None
+        region.discard = None
         region.__exit__(None, None, None)
         return list(region.changed.values())
 
@@ -153,7 +155,12 @@ class _Run:
         raise error
 
     def abort(self):
-        """Ends the loop undone: every array it changed gets its value from before it."""
+        """Ends the loop undone: every array it changed gets its value from before it.
+        (Once: a region around the loop may have ended it before the loop object goes.)"""
+        if self.aborted:
+            return
+        self.aborted = True
+        self.stop()
         if self.region is not None:
             self.leave()
         for x, b in self.outside.values():
@@ -166,9 +173,12 @@ class _Symbolic(_Run):
     def __init__(self, loop, arrays):
         super().__init__(loop, arrays)
         width = _width(arrays, 'Loop', ())
-        self.id, self.phis = _runtime.loop_begin([a.index for a in arrays], width,
+        # (one loop variable per object: a state that names an object twice, `z = lst[0]`
+        # before the loop, changes it once)
+        self.objects = list({id(a): a for a in arrays}.values())
+        self.id, self.phis = _runtime.loop_begin([a.index for a in self.objects], width,
                                                  arrays[0]._backend_code)
-        for a, p in zip(arrays, self.phis):
+        for a, p in zip(self.objects, self.phis):
             a._set_index(p)
             _runtime.dec_ref(p)
         self.cond = False
@@ -188,25 +198,35 @@ class _Symbolic(_Run):
                 f'pbc.Loop {self.name!r}: the loop body changes in place '
                 f'{_describe(changed)} that is not part of the loop state, which a symbolic '
                 'loop cannot carry: add it to the state (state=lambda: (...))'))
-        outs = _runtime.loop_end(self.id, self.phis, [a.index for a in now])
+        # Each object's loop variable ends as the object its names are bound to now: the
+        # same one for all of them (one recording is read through the object for each).
+        ends = {}
+        for a, b in zip(now, self.start):
+            if ends.setdefault(id(b), a) is not a:
+                self.fail(StateError(
+                    f'pbc.Loop {self.name!r}: the loop body binds one of several state '
+                    'variables that name one array to another array, which a symbolic loop '
+                    'cannot follow: give the loop state a copy (y = Float(x)) instead'))
+        ends = [ends[id(a)] for a in self.objects]
+        outs = _runtime.loop_end(self.id, self.phis, [a.index for a in ends])
         self.id = None
-        # The objects the state lambda sees now take their values after the loop; an object
-        # it saw at the start that the body rebound to another gets back its value from
-        # before the loop (docs/semantics.md, rules 4 and 8).
-        kept = {id(a) for a, b in zip(now, self.start) if a is b}
-        for a, b, o, old in zip(now, self.start, outs, self.before):
-            a._set_index(o)
-            if id(b) not in kept:
-                b._assign(old)
+        # Those objects take their values after the loop; an object from the start that
+        # the body rebound gets back its value from before the loop (docs/semantics.md,
+        # rules 4 and 8).
+        before = {id(a): b for a, b in zip(self.start, self.before)}
+        for a, end, o in zip(self.objects, ends, outs):
+            end._set_index(o)
+            if end is not a:
+                a._assign(before[id(a)])
         for o in outs:
             _runtime.dec_ref(o)
         return False
 
-    def abort(self):
+    def stop(self):
+        """Discards the recording (abort)."""
         if self.id is not None:
             _runtime.loop_abort(self.id)
             self.id = None
-        super().abort()
 
 
 class _Evaluated(_Run):
@@ -245,10 +265,10 @@ class _Evaluated(_Run):
             if a.index != b.index:
                 a._assign(select(c, a, b))
 
-    def abort(self):
+    def stop(self):
+        """Gives back the iteration's mask, if one runs (abort)."""
         if self.region is not None:
             _runtime.mask_pop()
-        super().abort()
 
 
 def _describe(changed):

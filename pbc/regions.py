@@ -30,6 +30,8 @@ class Region:
         self.keep = list(own)                   # (so that the ids stay theirs)
         self.before = {}                        # id -> (array, its value before)
         self.changed = {}
+        # (what ends a region its code left open: see __exit__)
+        self.discard = None
 
     def __enter__(self):
         self.made = _runtime.arrays_made_so_far()
@@ -38,6 +40,15 @@ class Region:
         return self
 
     def __exit__(self, *exc):
+        # Regions opened after this one and left open (a pbc.Loop's, whose body raised)
+        # end first, innermost first, as unwinding would have ended them: their loops give
+        # back the masks and scopes stacked on this region's, and their arrays their values.
+        if self in _open:
+            stale = _open[_open.index(self) + 1:]
+            del _open[len(_open) - len(stale):]
+            for r in reversed(stale):
+                if r.discard is not None:
+                    r.discard()
         # (put back without the hook: to an enclosing region this is no change; the
         # merged value the caller assigns afterwards is)
         _runtime.set_inplace_hook(None)
@@ -46,10 +57,8 @@ class Region:
                 self.changed[key] = (x, copy_of(x))
                 x._assign(old)
         finally:
-            # (with any region opened after it and left open: a pbc.Loop's whose body
-            # raised, which puts its arrays back itself when it goes away)
             if self in _open:
-                del _open[_open.index(self):]
+                _open.remove(self)
             _runtime.set_inplace_hook(_changing if _open else None)
         return False
 

@@ -339,6 +339,10 @@ class _Hint:
         return fn
 
     @staticmethod
+    def Loop(name, state):
+        return lambda cond: bool(cond)          # (a pbc.Loop: a plain loop on the lane)
+
+    @staticmethod
     def switch(index, targets, *args, mode=None):
         i = _value(index)
         if i < len(targets):
@@ -547,6 +551,8 @@ class Program:
         # (modes: each loop, conditional and call gets a mode of its own, symbolic or
         # evaluated, or none (the flags decide); inside symbolic code, not evaluated)
         self.modes, self.symbolic = modes, False
+        self.in_place_only, self.jumps = False, True    # (see legacy_loop)
+        self.returned = False
         self.K = KINDS[kind]
         self.T = self.K.T
         emit = self.lines.append
@@ -770,6 +776,8 @@ class Program:
             self.statement(indent, size, loop_depth, top)
 
     def statement(self, indent, size, loop_depth, top):
+        if self.in_place_only:
+            return self.in_place_statement(indent, size, loop_depth)
         if self.targets and self.rng.random() < 0.03:
             return self.call(indent)
         if getattr(self, 'ptr', False) and self.rng.random() < 0.02:
@@ -795,12 +803,13 @@ class Program:
         elif r < 0.87 and indent < 5 and (loop_depth < self.deep or loop_depth == self.deep
                                           and self.rng.random() < 0.3):
             self.while_(indent, size, loop_depth)
-        elif r < 0.93 and loop_depth > 0:
+        elif r < 0.93 and loop_depth > 0 and self.jumps:
             jump = self.rng.choice(('break', 'continue'))
             self.emit(indent, f'if {self.hinted(self.condition())[0]}:')
             self.emit(indent + 1, jump)
         elif r < 0.96 and top and indent == 2:
             self.emit(indent, 'return ' + self.result())
+            self.returned = True      # (the code after it runs in a branch: see while_)
         elif r < 0.975:
             self.call(indent)
         elif r < 0.985 and self.whole:
@@ -847,14 +856,14 @@ class Program:
         # (the result is a new object: the targets return expressions, not arguments)
         self.emit(indent, f'{self.rng.choice(self.places)} = {call}')
 
-    def draw(self, indent):
+    def draw(self, indent, in_place=False):
         """A place changed by (or bound to) a value drawn from the generator: the draw
         advances it on the lanes that run the statement."""
         draw = {'uint': 'rng.next_uint32()', 'int': 'Int32(rng.next_uint32() & 65535)',
                 'float32': 'rng.next_float32()', 'float': self.rng.choice(
                     ('Float64(rng.next_float32())', 'rng.next_float64()'))}[self.kind]
         place = self.rng.choice(self.places)
-        if self.rng.random() < 0.3:
+        if self.rng.random() < 0.3 and not in_place:
             self.emit(indent, f'{place} = {draw}')
         else:
             self.emit(indent, f'{place} {self.rng.choice(self.operators())}= {draw}')
@@ -964,6 +973,13 @@ class Program:
         self.symbolic = outer
 
     def while_(self, indent, size, loop_depth):
+        # (a pbc.Loop in a tenth of the loops; in float programs, which are differentiated,
+        # only outside every region, and before any early return, after which the code runs
+        # in a branch: derivatives need an evaluated pbc.Loop (in symbolic code, a symbolic
+        # one, which cannot carry them))
+        if self.rng.random() < 0.1 and (self.K.exact or indent == 1 and not self.returned
+                                        and type(self) is Program):
+            return self.legacy_loop(indent, size, loop_depth)
         self.loops += 1
         c = f'c{self.loops}'
         self.counters.append(c)
@@ -982,8 +998,64 @@ class Program:
         self.emit(indent, f'while pbc.hint({c} < {bound}, max_iterations={MAX_ITERATIONS}'
                           f'{mode}):')
         self.emit(indent + 1, f'{c} += 1')
+        jumps, self.jumps = self.jumps, True
         self.region(indent + 1, max(1, size // 2), loop_depth + 1, False, symbolic)
+        self.jumps = jumps
         self.counters.pop()
+
+    def legacy_loop(self, indent, size, loop_depth):
+        """A pbc.Loop (Dr.Jit 0.x's loop object) over every place, bounded as while_'s
+        loops. Its body changes places in place only (docs/semantics.md, rule 8: a symbolic
+        pbc.Loop cannot follow a body that rebinds a state variable that other names share)
+        and has no `break` or `continue` of its own (it is a Python loop)."""
+        self.loops += 1
+        c = f'c{self.loops}'
+        self.emit(indent, f'{c} = UInt32(0)')
+        state = ', '.join((c,) + self.state_names() + tuple(self.counters))
+        self.counters.append(c)
+        self.emit(indent, f"loop{self.loops} = pbc.Loop('l{self.loops}', "
+                          f'state=lambda: ({state}))')
+        bound = self.rng.choice(('3', '(k & 3)', '(k % 4)'))
+        self.emit(indent, f'while loop{self.loops}({c} < {bound}):')
+        self.emit(indent + 1, f'{c} += 1')
+        jumps, only, self.jumps, self.in_place_only = self.jumps, self.in_place_only, False, True
+        # (symbolic as the flags say: regions in it get no mode 'evaluated')
+        self.region(indent + 1, max(1, size // 2), loop_depth + 1, False, True)
+        self.jumps, self.in_place_only = jumps, only
+        self.counters.pop()
+
+    def state_names(self):
+        """The names of every place and generator (a pbc.Loop's state)."""
+        return ('a', 'b', 's', 't', 'y', 'z', 'v', 'lst', 'd', 'o', 'm') + \
+            ('rng',) * self.pcg + ('u',) * bool(self.targets) + ('p',) * self.ptr
+
+    def in_place_statement(self, indent, size, loop_depth):
+        """A statement of a pbc.Loop's body, at any depth: it binds no place."""
+        r = self.rng.random()
+        if r < 0.4:
+            self.augmented(indent)
+        elif r < 0.45 and self.whole:
+            op = self.rng.choice(self.operators())
+            self.emit(indent, f'v {op}= {self.rng.choice(self.places + self.whole)}')
+        elif r < 0.6 and indent < 6:
+            self.if_(indent, size, loop_depth, False)
+        elif r < 0.7 and indent < 6 and loop_depth <= self.deep:
+            self.while_(indent, size, loop_depth)
+        elif r < 0.75 and loop_depth > 0 and self.jumps:
+            self.emit(indent, f'if {self.hinted(self.condition())[0]}:')
+            self.emit(indent + 1, self.rng.choice(('break', 'continue')))
+        elif r < 0.82:
+            p, q = self.rng.sample(self.places, 2)
+            self.emit(indent, f'pbc.switch({self.index()} % 4, CALLS, {p}, {q}'
+                              f'{self.mode()[0]})')
+        elif r < 0.87 and self.whole:
+            self.scatter_add(indent)
+        elif r < 0.92 and self.has_m:
+            self.emit(indent, f'm {self.rng.choice("&|^")}= {self.condition()}')
+        elif r < 0.96 and self.pcg:
+            self.draw(indent, in_place=True)
+        else:
+            self.augmented(indent)
 
 
 class Target(Program):
@@ -998,6 +1070,7 @@ class Target(Program):
         self.lines, self.loops, self.counters = [], 0, []
         self.places, self.whole, self.targets, self.deep = ('x', 'y', 'w') + CELL, (), None, 1
         self.modes, self.symbolic, self.has_m = modes, True, False
+        self.in_place_only, self.jumps = False, True
         self.K = KINDS[kind]
         self.T = self.K.T
         self.group = {p: p for p in self.places}
@@ -1012,6 +1085,9 @@ class Target(Program):
         self.block(1, max(1, size // 2), loop_depth=0)
         e = self.expr()
         self.emit(1, 'return ' + (f'({e} + 0)' if e in self.places else e))
+
+    def state_names(self):
+        return ('x', 'y', 'w', 'c') + ('rng',) * self.pcg
 
     def alias(self, indent, a=None, b=None):
         """As Program.alias, never of c's entries: they stay objects of their own (what a

@@ -162,3 +162,56 @@ def test_an_alias_of_the_state_changed_in_place(mode):
         y += 1
         i += 1
     assert x.numpy().tolist() == [4, 4, 4] and y is x
+
+
+def test_a_state_naming_one_array_twice(mode):
+    i, x = UInt32(0, 1, 3), Float(1, 2, 3)
+    lst = [x]
+    loop = pbc.Loop('a', state=lambda: (i, x, lst))
+    while loop(i < 3):
+        lst[0] += 1
+        x *= 2
+        i += 1
+    assert x.numpy().tolist() == [22, 14, 3] and lst[0] is x
+
+
+def test_rebinding_one_of_two_names_of_a_state_array(mode):
+    i, x = UInt32(0, 1, 3), Float(1, 2, 3)
+    y = x
+    loop = pbc.Loop('a', state=lambda: (i, x, y))
+    if mode == 'evaluated':                     # (Python's meaning, lane by lane)
+        while loop(i < 3):
+            x = x + 1
+            i += 1
+        assert x.numpy().tolist() == [4, 4, 3] and y.numpy().tolist() == [1, 2, 3]
+        return
+    with pytest.raises(StateError, match='several state variables that name one array'):
+        while loop(i < 3):
+            x = x + 1
+            i += 1
+    assert (i.numpy().tolist(), y.numpy().tolist()) == ([0, 1, 3], [1, 2, 3])
+
+
+def test_a_loop_whose_body_raises_in_a_branch_leaves_nothing_behind(mode):
+    # (the branch ends the loop as the error leaves it: no mask or recording stays, and
+    # later code runs on every lane)
+    @pbc.syntax
+    def f(x, k):
+        if k > 1:
+            i = UInt32(0)
+            loop = pbc.Loop('a', state=lambda: (i, x))
+            while loop(i < 3):
+                x += 1
+                i += 1
+                raise KeyError('in the body')
+        return x
+
+    x = Float(1, 2, 3, 4)
+    with pytest.raises(Exception, match='in the body'):
+        f(x, UInt32(0, 1, 2, 3))
+    assert pbc._runtime.recording_depth() == 0
+    assert pbc._runtime.mask_top(type(x > 0)) is None
+    assert x.numpy().tolist() == [1, 2, 3, 4]
+    acc = Float(0, 0, 0, 0)
+    pbc.scatter_add(acc, Float(1), UInt32(0, 1, 2, 3))
+    assert acc.numpy().tolist() == [1, 1, 1, 1]
