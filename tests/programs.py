@@ -24,6 +24,10 @@ scatter-add into. Its statements are what users write, not only expressions:
 * `if`/`elif`/`else` on lane-varying conditions (of `m` too), nested;
 * bounded `while` loops (a counter stepped first in the body, so that `continue` is safe)
   with `break` and `continue` under conditions, nested up to three deep;
+* a tenth of the loops a `pbc.Loop` (Dr.Jit 0.x's loop object) whose state is every place,
+  its body changing them in place only (nested loops and conditionals too) and its
+  regions symbolic as the flags say (in Float64 programs, only where no region encloses
+  it: derivatives need it evaluated);
 * early `return` from the function's top-level conditionals;
 * calls (`pbc.switch`) whose targets change an argument in place: over CALLS, and in
   half the programs over three targets of their own (`Target`: statements, conditionals,
