@@ -45,6 +45,9 @@ scatter-add into. Its statements are what users write, not only expressions:
   which changes x and the program's scalars in place and binds scalars no other place
   shares an object with;
 * in a third of the programs, draws from a PCG32 generator `rng` (also in the targets);
+* in a third, a tensor `tn` of one entry per lane (TensorXu, TensorXi, TensorXf or
+  TensorXf64): changed in place (`tn op= e`) or bound to a new tensor, its entries read
+  (`tn.array`), in every region;
 * `pbc.scatter_add(acc, e, index)`: lanes add into one another's entries (in any order:
   the sum is the same but for float rounding), also in loops, branches and calls' lanes;
 * `pbc.eval(x)` and `pbc.schedule(x)` where nothing records.
@@ -86,6 +89,8 @@ PLACES = SCALARS + COMPONENTS + ENTRIES
 CELL = ('c[0]', 'c[1]')       # a target's container argument: the program's `u`, only
 LANES = 9
 MAX_ITERATIONS = 8            # loops run at most 4 times per level (2 levels)
+TENSORS = {'UInt32': 'TensorXu', 'Int32': 'TensorXi', 'Float': 'TensorXf',
+           'Float64': 'TensorXf64'}
 
 
 # ---- the oracle's values: one lane's scalar, a mutable object ------------------------------
@@ -107,6 +112,11 @@ class _Scalar:
 
     def _set(self, v):
         self.v = self._fit(v)
+        return self
+
+    @property
+    def array(self):
+        """(a tensor's entries: a lane's tensor is its one scalar)"""
         return self
 
     for _name, _fn in (('add', lambda a, b: a + b), ('sub', lambda a, b: a - b),
@@ -550,6 +560,7 @@ class Program:
         self.rng, self.kind, self.aliases = random.Random(seed), kind, aliases
         self.lines, self.loops, self.counters = [], 0, []
         self.places, self.whole = PLACES, ('v',)      # (whole: the vector, as one place)
+        self.tensor = False
         self.targets, self.deep = None, 2       # (deep: loops nest freely up to this depth)
         self.pcg = self.rng.random() < 0.3      # (a generator `rng` that statements draw from)
         # (modes: each loop, conditional and call gets a mode of its own, symbolic or
@@ -591,6 +602,10 @@ class Program:
         self.has_m = True
         if self.pcg:
             self.emit(1, 'rng = PCG32(len(acc))')
+        # (a tensor `tn` of one entry per lane, in a third of the programs)
+        self.tensor = self.rng.random() < 0.3
+        if self.tensor:
+            self.emit(1, f'tn = {TENSORS[self.T]}(a + {self.literal()})')
         self.nested = aliases and self.rng.random() < 0.4
         if self.nested:
             self.define_h()
@@ -699,7 +714,7 @@ class Program:
 
     def result(self):
         return '(' + ', '.join(SCALARS) + ', m, v, lst, d, o' + \
-            (', u)' if self.targets else ')')
+            (', u' if self.targets else '') + (', tn)' if self.tensor else ')')
 
     # -- expressions
     def literal(self):
@@ -709,6 +724,8 @@ class Program:
 
     def atom(self):
         r = self.rng.random()
+        if r < 0.05 and self.tensor:
+            return 'tn.array'               # (the tensor's entries: a flat array)
         if r < 0.6:
             return self.rng.choice(self.places)
         if r < 0.75:
@@ -782,6 +799,8 @@ class Program:
     def statement(self, indent, size, loop_depth, top):
         if self.in_place_only:
             return self.in_place_statement(indent, size, loop_depth)
+        if self.tensor and self.rng.random() < 0.05:
+            return self.tensor_statement(indent)
         if self.targets and self.rng.random() < 0.03:
             return self.call(indent)
         if getattr(self, 'ptr', False) and self.rng.random() < 0.02:
@@ -891,8 +910,8 @@ class Program:
             return ('+', '-', '*', '&', '|', '^')
         return ('+', '-', '*')
 
-    def augmented(self, indent):
-        place = self.rng.choice(self.places)
+    def augmented(self, indent, place=None):
+        place = place or self.rng.choice(self.places)
         if self.K.integer:
             op = self.rng.choice(('+', '-', '*', '&', '|', '^', '//', '%', '<<', '>>'))
             e = self.expr()
@@ -997,7 +1016,8 @@ class Program:
             # (each iteration on just the lanes still in the loop: what it reads as wide as
             # the loop must be loop state, which `include` makes it)
             read = SCALARS + ('v', 'lst', 'd', 'o', 'k', 'm') + ('rng',) * self.pcg + \
-                ('u',) * bool(self.targets) + ('p',) * self.ptr + tuple(self.counters[:-1])
+                ('u',) * bool(self.targets) + ('p',) * self.ptr + ('tn',) * self.tensor + \
+                tuple(self.counters[:-1])
             mode += f", compress=True, include=[{', '.join(read)}]"
         self.emit(indent, f'while pbc.hint({c} < {bound}, max_iterations={MAX_ITERATIONS}'
                           f'{mode}):')
@@ -1031,12 +1051,22 @@ class Program:
     def state_names(self):
         """The names of every place and generator (a pbc.Loop's state)."""
         return ('a', 'b', 's', 't', 'y', 'z', 'v', 'lst', 'd', 'o', 'm') + \
-            ('rng',) * self.pcg + ('u',) * bool(self.targets) + ('p',) * self.ptr
+            ('rng',) * self.pcg + ('u',) * bool(self.targets) + ('p',) * self.ptr + \
+            ('tn',) * self.tensor
+
+    def tensor_statement(self, indent, in_place=False):
+        """`tn op= e` (the tensor changed in place), or `tn` bound to a new tensor."""
+        if in_place or self.rng.random() < 0.7:
+            self.augmented(indent, 'tn')
+        else:
+            self.emit(indent, f'tn = {TENSORS[self.T]}({self.expr()})')
 
     def in_place_statement(self, indent, size, loop_depth):
         """A statement of a pbc.Loop's body, at any depth: it binds no place."""
         r = self.rng.random()
-        if r < 0.4:
+        if self.tensor and r < 0.05:
+            self.tensor_statement(indent, in_place=True)
+        elif r < 0.4:
             self.augmented(indent)
         elif r < 0.45 and self.whole:
             op = self.rng.choice(self.operators())
@@ -1074,7 +1104,7 @@ class Target(Program):
         self.lines, self.loops, self.counters = [], 0, []
         self.places, self.whole, self.targets, self.deep = ('x', 'y', 'w') + CELL, (), None, 1
         self.modes, self.symbolic, self.has_m = modes, True, False
-        self.in_place_only, self.jumps = False, True
+        self.in_place_only, self.jumps, self.tensor = False, True, False
         self.K = KINDS[kind]
         self.T = self.K.T
         self.group = {p: p for p in self.places}
@@ -1151,7 +1181,8 @@ def run_lanes(source, values, kind):
     Scalar = KINDS[kind].lane
     Vector, Obj = lane_vector(Scalar), struct_type(Scalar)
     ns = dict(UInt32=LaneU32, Int32=LaneI32, Float=LaneF32, Float64=LaneF64, pbc=_Hint,
-              fresh=fresh, CALLS=CALLS[kind], Ptr=_LanePtr)
+              fresh=fresh, CALLS=CALLS[kind], Ptr=_LanePtr, TensorXu=LaneU32,
+              TensorXi=LaneI32, TensorXf=LaneF32, TensorXf64=LaneF64)
     exec(_lane_code(source), ns)
     acc = [Scalar(x) for x in values[10]]
     out = []
@@ -1185,7 +1216,8 @@ def pbc_arguments(values, backend, kind, a=None):
 def pbc_outputs(result, args):
     """The arrays (or Python numbers) of the program's outputs, in run_lanes's order."""
     Obj = type(args[5])
-    return flatten_result(result, Obj) + flatten_result(args[:6], Obj) + [args[7]]
+    return [x.array if pbc.is_tensor_v(x) else x
+            for x in flatten_result(result, Obj)] + flatten_result(args[:6], Obj) + [args[7]]
 
 
 def run_pbc(fn, values, backend, kind):
@@ -1204,7 +1236,7 @@ def compile_program(source, path, kind, backend):
         f.write(source)
     ns = dict(UInt32=backend.UInt32, Int32=backend.Int32, Float=backend.Float,
               Float64=backend.Float64, PCG32=backend.PCG32, pbc=pbc, CALLS=CALLS[kind],
-              Ptr=backend.Ptr)
+              Ptr=backend.Ptr, **{t: getattr(backend, t) for t in TENSORS.values()})
     exec(compile(source, path, 'exec'), ns)
     return pbc.syntax(ns['f'])
 
