@@ -45,6 +45,8 @@ scatter-add into. Its statements are what users write, not only expressions:
   which changes x and the program's scalars in place and binds scalars no other place
   shares an object with;
 * in a third of the programs, draws from a PCG32 generator `rng` (also in the targets);
+* in two fifths of the Float programs, a matrix `mx` (Matrix3f) whose entries
+  `mx[0][1] mx[1][2] mx[2][0]` are places, as a vector's components;
 * in a third, a tensor `tn` of one entry per lane (TensorXu, TensorXi, TensorXf or
   TensorXf64): changed in place (`tn op= e`) or bound to a new tensor, its entries read
   (`tn.array`), in every region;
@@ -86,6 +88,7 @@ SCALARS = ('a', 'b', 's', 't', 'y', 'z')
 COMPONENTS = ('v.x', 'v.y', 'v[2]')
 ENTRIES = ('lst[0]', 'lst[1]', "d['p']", 'o.p', 'o.q')
 PLACES = SCALARS + COMPONENTS + ENTRIES
+MATRIX = ('mx[0][1]', 'mx[1][2]', 'mx[2][0]')    # (entries of a Matrix3f: components)
 CELL = ('c[0]', 'c[1]')       # a target's container argument: the program's `u`, only
 LANES = 9
 MAX_ITERATIONS = 8            # loops run at most 4 times per level (2 levels)
@@ -270,6 +273,17 @@ def lane_vector(Scalar):
         setattr(LaneVector3, f'__i{_op}__',
                 (lambda op: lambda self, o: self._inplace(o, op))(f'__i{_op}__'))
     return LaneVector3
+
+
+class LaneMatrix:
+    """One lane of a 3x3 matrix: three rows, each a 3-vector (`mx[0]` is one, `mx[0][1]` a
+    component of it)."""
+
+    def __init__(self, Vector, entries):
+        self.rows = [Vector(*entries[3 * i:3 * i + 3]) for i in range(3)]
+
+    def __getitem__(self, i):
+        return self.rows[i]
 
 
 class LanePCG32:
@@ -560,7 +574,7 @@ class Program:
         self.rng, self.kind, self.aliases = random.Random(seed), kind, aliases
         self.lines, self.loops, self.counters = [], 0, []
         self.places, self.whole = PLACES, ('v',)      # (whole: the vector, as one place)
-        self.tensor = False
+        self.tensor = self.matrix = False
         self.targets, self.deep = None, 2       # (deep: loops nest freely up to this depth)
         self.pcg = self.rng.random() < 0.3      # (a generator `rng` that statements draw from)
         # (modes: each loop, conditional and call gets a mode of its own, symbolic or
@@ -606,6 +620,13 @@ class Program:
         self.tensor = self.rng.random() < 0.3
         if self.tensor:
             self.emit(1, f'tn = {TENSORS[self.T]}(a + {self.literal()})')
+        # (a matrix `mx` in float32 programs, its entries places as a vector's components)
+        self.matrix = kind == 'float32' and self.rng.random() < 0.4
+        if self.matrix:
+            entries = ', '.join(f'({self.expr()} + 0.0)' for _ in range(9))
+            self.emit(1, f'mx = Matrix3f({entries})')
+            self.places = self.places + MATRIX
+            self.group.update({p: p for p in MATRIX})
         self.nested = aliases and self.rng.random() < 0.4
         if self.nested:
             self.define_h()
@@ -714,7 +735,8 @@ class Program:
 
     def result(self):
         return '(' + ', '.join(SCALARS) + ', m, v, lst, d, o' + \
-            (', u' if self.targets else '') + (', tn)' if self.tensor else ')')
+            (', u' if self.targets else '') + (', tn' if self.tensor else '') + \
+            (', mx)' if self.matrix else ')')
 
     # -- expressions
     def literal(self):
@@ -948,7 +970,7 @@ class Program:
         assigns a new object."""
         if a is None:
             a, b = self.rng.sample(self.places, 2)
-        if a in COMPONENTS:       # (storing into a component copies: not an alias)
+        if a in COMPONENTS + MATRIX:      # (storing into a component copies: not an alias)
             a, b = b, a
         if a == b or (indent > 1 and self.find(a) == self.find(b)):
             return False
@@ -1017,7 +1039,7 @@ class Program:
             # the loop must be loop state, which `include` makes it)
             read = SCALARS + ('v', 'lst', 'd', 'o', 'k', 'm') + ('rng',) * self.pcg + \
                 ('u',) * bool(self.targets) + ('p',) * self.ptr + ('tn',) * self.tensor + \
-                tuple(self.counters[:-1])
+                ('mx',) * self.matrix + tuple(self.counters[:-1])
             mode += f", compress=True, include=[{', '.join(read)}]"
         self.emit(indent, f'while pbc.hint({c} < {bound}, max_iterations={MAX_ITERATIONS}'
                           f'{mode}):')
@@ -1052,7 +1074,7 @@ class Program:
         """The names of every place and generator (a pbc.Loop's state)."""
         return ('a', 'b', 's', 't', 'y', 'z', 'v', 'lst', 'd', 'o', 'm') + \
             ('rng',) * self.pcg + ('u',) * bool(self.targets) + ('p',) * self.ptr + \
-            ('tn',) * self.tensor
+            ('tn',) * self.tensor + ('mx',) * self.matrix
 
     def tensor_statement(self, indent, in_place=False):
         """`tn op= e` (the tensor changed in place), or `tn` bound to a new tensor."""
@@ -1104,7 +1126,7 @@ class Target(Program):
         self.lines, self.loops, self.counters = [], 0, []
         self.places, self.whole, self.targets, self.deep = ('x', 'y', 'w') + CELL, (), None, 1
         self.modes, self.symbolic, self.has_m = modes, True, False
-        self.in_place_only, self.jumps, self.tensor = False, True, False
+        self.in_place_only, self.jumps, self.tensor, self.matrix = False, True, False, False
         self.K = KINDS[kind]
         self.T = self.K.T
         self.group = {p: p for p in self.places}
@@ -1162,6 +1184,8 @@ def flatten_result(result, Struct_):
             out.append(x['p'])
         elif isinstance(x, Struct_):
             out += [x.p, x.q]
+        elif isinstance(x, LaneMatrix) or pbc.is_matrix_v(x):
+            out += [x[i][j] for i in range(3) for j in range(3)]
         elif hasattr(x, 'x') and not isinstance(x, (int, float)) and hasattr(x, 'z'):
             out += [x[0], x[1], x[2]]
         else:
@@ -1182,7 +1206,8 @@ def run_lanes(source, values, kind):
     Vector, Obj = lane_vector(Scalar), struct_type(Scalar)
     ns = dict(UInt32=LaneU32, Int32=LaneI32, Float=LaneF32, Float64=LaneF64, pbc=_Hint,
               fresh=fresh, CALLS=CALLS[kind], Ptr=_LanePtr, TensorXu=LaneU32,
-              TensorXi=LaneI32, TensorXf=LaneF32, TensorXf64=LaneF64)
+              TensorXi=LaneI32, TensorXf=LaneF32, TensorXf64=LaneF64,
+              Matrix3f=lambda *e: LaneMatrix(Vector, e))
     exec(_lane_code(source), ns)
     acc = [Scalar(x) for x in values[10]]
     out = []
@@ -1236,7 +1261,8 @@ def compile_program(source, path, kind, backend):
         f.write(source)
     ns = dict(UInt32=backend.UInt32, Int32=backend.Int32, Float=backend.Float,
               Float64=backend.Float64, PCG32=backend.PCG32, pbc=pbc, CALLS=CALLS[kind],
-              Ptr=backend.Ptr, **{t: getattr(backend, t) for t in TENSORS.values()})
+              Ptr=backend.Ptr, Matrix3f=backend.Matrix3f,
+              **{t: getattr(backend, t) for t in TENSORS.values()})
     exec(compile(source, path, 'exec'), ns)
     return pbc.syntax(ns['f'])
 
