@@ -1127,6 +1127,7 @@ class Target(Program):
         self.places, self.whole, self.targets, self.deep = ('x', 'y', 'w') + CELL, (), None, 1
         self.modes, self.symbolic, self.has_m = modes, True, False
         self.in_place_only, self.jumps, self.tensor, self.matrix = False, True, False, False
+        self.returned = False
         self.K = KINDS[kind]
         self.T = self.K.T
         self.group = {p: p for p in self.places}
