@@ -45,6 +45,9 @@ scatter-add into. Its statements are what users write, not only expressions:
   which changes x and the program's scalars in place and binds scalars no other place
   shares an object with;
 * in a third of the programs, draws from a PCG32 generator `rng` (also in the targets);
+* in a third, local memory `loc = pbc.alloc_local(T, 2, ...)` (two entries per lane):
+  stores at per-lane positions, entries changed through a read and a store
+  (`loc[i] op= e`), reads in expressions;
 * in two fifths of the Float programs, a matrix `mx` (Matrix3f) whose entries
   `mx[0][1] mx[1][2] mx[2][0]` are places, as a vector's components;
 * in a third, a tensor `tn` of one entry per lane (TensorXu, TensorXi, TensorXf or
@@ -275,6 +278,19 @@ def lane_vector(Scalar):
     return LaneVector3
 
 
+class LaneLocal:
+    """One lane of local memory: a read is a new object, a store stores a copy."""
+
+    def __init__(self, size, value):
+        self.entries = [fresh(value) for _ in range(size)]
+
+    def __getitem__(self, i):
+        return fresh(self.entries[_value(i)])
+
+    def __setitem__(self, i, value):
+        self.entries[_value(i)] = fresh(value)
+
+
 class LaneMatrix:
     """One lane of a 3x3 matrix: three rows, each a 3-vector (`mx[0]` is one, `mx[0][1]` a
     component of it)."""
@@ -365,6 +381,10 @@ class _Hint:
     @staticmethod
     def syntax(fn):
         return fn
+
+    @staticmethod
+    def alloc_local(_, size, value):
+        return LaneLocal(size, value)
 
     @staticmethod
     def Loop(name, state):
@@ -574,7 +594,7 @@ class Program:
         self.rng, self.kind, self.aliases = random.Random(seed), kind, aliases
         self.lines, self.loops, self.counters = [], 0, []
         self.places, self.whole = PLACES, ('v',)      # (whole: the vector, as one place)
-        self.tensor = self.matrix = False
+        self.tensor = self.matrix = self.local = False
         self.targets, self.deep = None, 2       # (deep: loops nest freely up to this depth)
         self.pcg = self.rng.random() < 0.3      # (a generator `rng` that statements draw from)
         # (modes: each loop, conditional and call gets a mode of its own, symbolic or
@@ -620,6 +640,10 @@ class Program:
         self.tensor = self.rng.random() < 0.3
         if self.tensor:
             self.emit(1, f'tn = {TENSORS[self.T]}(a + {self.literal()})')
+        # (local memory `loc` of two entries, in a third of the programs)
+        self.local = self.rng.random() < 0.3
+        if self.local:
+            self.emit(1, f'loc = pbc.alloc_local({self.T}, 2, {self.T}({self.literal()}) + b)')
         # (a matrix `mx` in float32 programs, its entries places as a vector's components)
         self.matrix = kind == 'float32' and self.rng.random() < 0.4
         if self.matrix:
@@ -736,7 +760,8 @@ class Program:
     def result(self):
         return '(' + ', '.join(SCALARS) + ', m, v, lst, d, o' + \
             (', u' if self.targets else '') + (', tn' if self.tensor else '') + \
-            (', mx)' if self.matrix else ')')
+            (', mx' if self.matrix else '') + \
+            (', loc[UInt32(0)], loc[UInt32(1)])' if self.local else ')')
 
     # -- expressions
     def literal(self):
@@ -748,6 +773,8 @@ class Program:
         r = self.rng.random()
         if r < 0.05 and self.tensor:
             return 'tn.array'               # (the tensor's entries: a flat array)
+        if r < 0.1 and self.local:
+            return self.rng.choice(('loc[k & 1]', 'loc[(k >> 1) & 1]'))
         if r < 0.6:
             return self.rng.choice(self.places)
         if r < 0.75:
@@ -823,6 +850,8 @@ class Program:
             return self.in_place_statement(indent, size, loop_depth)
         if self.tensor and self.rng.random() < 0.05:
             return self.tensor_statement(indent)
+        if self.local and self.rng.random() < 0.05:
+            return self.local_statement(indent)
         if self.targets and self.rng.random() < 0.03:
             return self.call(indent)
         if getattr(self, 'ptr', False) and self.rng.random() < 0.02:
@@ -1039,7 +1068,7 @@ class Program:
             # the loop must be loop state, which `include` makes it)
             read = SCALARS + ('v', 'lst', 'd', 'o', 'k', 'm') + ('rng',) * self.pcg + \
                 ('u',) * bool(self.targets) + ('p',) * self.ptr + ('tn',) * self.tensor + \
-                ('mx',) * self.matrix + tuple(self.counters[:-1])
+                ('mx',) * self.matrix + ('loc',) * self.local + tuple(self.counters[:-1])
             mode += f", compress=True, include=[{', '.join(read)}]"
         self.emit(indent, f'while pbc.hint({c} < {bound}, max_iterations={MAX_ITERATIONS}'
                           f'{mode}):')
@@ -1074,7 +1103,15 @@ class Program:
         """The names of every place and generator (a pbc.Loop's state)."""
         return ('a', 'b', 's', 't', 'y', 'z', 'v', 'lst', 'd', 'o', 'm') + \
             ('rng',) * self.pcg + ('u',) * bool(self.targets) + ('p',) * self.ptr + \
-            ('tn',) * self.tensor + ('mx',) * self.matrix
+            ('tn',) * self.tensor + ('mx',) * self.matrix + ('loc',) * self.local
+
+    def local_statement(self, indent):
+        """A store into local memory, or an entry changed through a read and a store."""
+        at = f'loc[{self.index()} % 2]'
+        if self.rng.random() < 0.5:
+            self.emit(indent, f'{at} = {self.expr()}')
+        else:
+            self.augmented(indent, at)
 
     def tensor_statement(self, indent, in_place=False):
         """`tn op= e` (the tensor changed in place), or `tn` bound to a new tensor."""
@@ -1088,6 +1125,8 @@ class Program:
         r = self.rng.random()
         if self.tensor and r < 0.05:
             self.tensor_statement(indent, in_place=True)
+        elif self.local and r < 0.1:
+            self.local_statement(indent)
         elif r < 0.4:
             self.augmented(indent)
         elif r < 0.45 and self.whole:
@@ -1127,6 +1166,7 @@ class Target(Program):
         self.places, self.whole, self.targets, self.deep = ('x', 'y', 'w') + CELL, (), None, 1
         self.modes, self.symbolic, self.has_m = modes, True, False
         self.in_place_only, self.jumps, self.tensor, self.matrix = False, True, False, False
+        self.local = False
         self.returned = False
         self.K = KINDS[kind]
         self.T = self.K.T
