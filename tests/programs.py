@@ -37,8 +37,8 @@ scatter-add into. Its statements are what users write, not only expressions:
   is zero there);
 * in half of the programs with targets, classes B0, B1(B0), B2(B0) whose method `g` is
   one of the targets plus a field of the instance, called through a pointer array
-  `p.g(...)` (each lane its instance's, or none: null) that regions draw again from a
-  table (`p = pbc.gather(Ptr[B0], ptab, i)`);
+  `p.g(...)` or `pbc.dispatch(p, call_g, ...)` (each lane its instance's, or none: null)
+  that regions draw again from a table (`p = pbc.gather(Ptr[B0], ptab, i)`);
 * in a fifth of the programs, functions nested in the program that regions call: `h()`,
   which changes its variables in place, binds them (`nonlocal s`) and stores into its
   containers, and `r(x)`, also a target of symbolic calls (`pbc.switch(i, (r, r), p)`),
@@ -381,6 +381,12 @@ class _Hint:
     @staticmethod
     def syntax(fn):
         return fn
+
+    @staticmethod
+    def dispatch(ptr, fn, *args, mode=None):
+        if ptr.obj is None:
+            return type(args[0])(0)
+        return fresh(fn(ptr.obj, *args))
 
     @staticmethod
     def alloc_local(_, size, value):
@@ -727,6 +733,8 @@ class Program:
                 emit(f'class B{i}(B0):')
             emit(f'    def g(self, {args}):')
             emit(f'        return {g.name}({args}) {self.rng.choice(ops)} self.w')
+        emit(f'def call_g(self, {args}):')
+        emit(f'    return self.g({args})')
 
     def point(self, indent):
         """p: each lane's pointer into ptab (B0, B1, B2 or null), drawn again in regions."""
@@ -738,7 +746,9 @@ class Program:
         p, q = self.rng.sample(self.places, 2)
         if self.rng.random() < 0.1:
             p = q
-        call = f'p.g({p}, {q}, k, u' + (', rng' if self.pcg else '') + f'{self.mode()[0]})'
+        args = f'{p}, {q}, k, u' + (', rng' if self.pcg else '') + self.mode()[0]
+        # (or through pbc.dispatch, with a function that calls the instance's method)
+        call = f'pbc.dispatch(p, call_g, {args})' if self.rng.random() < 0.3 else f'p.g({args})'
         self.emit(indent, (f'{self.rng.choice(self.places)} = ' if self.rng.random() < 0.5
                            else '') + call)
 
