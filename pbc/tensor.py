@@ -52,9 +52,12 @@ class Tensor:
         self.shape = self._shape_for(children[0])
 
     def _shape_for(self, array):
-        """This tensor's shape for new elements `array`: the same, or, where loop state of
-        one element was broadcast to the loop's width n, (n,)."""
-        if len(array) == int(np.prod(self.shape)) or int(np.prod(self.shape)) != 1:
+        """This tensor's shape for new elements `array`: the same, or (n,) for n elements
+        where it had one element (loop state broadcast to the loop's width n) or one
+        dimension (a compressed loop's state, gathered to the lanes still in it and written
+        back)."""
+        if len(array) == int(np.prod(self.shape)) or (
+                int(np.prod(self.shape)) != 1 and len(self.shape) != 1):
             return self.shape
         return (len(array),)
 

@@ -1428,3 +1428,20 @@ def test_a_target_binding_a_field_of_its_instance_is_an_error(call):
     with pytest.raises(RuntimeError, match='binds a field of its instance'):
         ptrs.bump(Float(1, 2, 3, 4), mode=call)
     assert [o.v.numpy().tolist() for o in objs] == [[1], [10]]
+
+
+@pbc.syntax
+def _compressed_tensor(t, k):
+    i = UInt32(0)
+    while pbc.hint(i < k, mode='evaluated', compress=True, include=[t, k]):
+        t += 1.0                        # (on the lanes still in the loop: fewer each time)
+        i += 1
+    return i
+
+
+def test_a_compressed_loop_changes_a_tensor_in_place():
+    # (its iterations gather the tensor to their lanes: its shape follows, as its width)
+    t = TensorXf(np.zeros(5, dtype=np.float32))
+    alias = t
+    _compressed_tensor(t, pbc.arange(UInt32, 5))
+    assert alias.shape == (5,) and alias.numpy().tolist() == [0, 1, 2, 3, 4]
