@@ -7,12 +7,14 @@ evaluates its condition and its merged result in kernels of their own).
 The `@pbc.syntax` frontend rewrites `while` and `if` statements into calls of these.
 """
 
+import contextlib
 import functools
 
 from . import _runtime
 from ._runtime import ArrayBase
 from .ad import loop as ad_loop
 from .ad import propagate as ad_propagate
+from .ad.scopes import isolate_grad
 from .errors import (
     SizeError,
     StateError,
@@ -797,22 +799,27 @@ def if_stmt(args, cond, true_fn, false_fn, arg_labels=(), rv_labels=(), label=No
     result, snaps, outside = [], [], []
     scattered = set()               # nodes that scatters in the branches made
     stash = _runtime.stash_refs(flatten(args)[0])
+    # (derivatives propagated backward inside a branch stop at what came before the
+    # conditional and go on from there after it, once: both branches' gradients, each on
+    # its lanes, and no branch's traversal clears the edges the other's needs)
+    isolation = isolate_grad() if _runtime.ad_live_count() else contextlib.nullcontext()
     try:
-        for mask, fn, role in ((cond, true_fn, 'true_fn'), (~cond, false_fn, 'false_fn')):
-            # Each branch gets a working copy: its in-place changes do not leak into the other.
-            work = working_copy(args)
-            nodes_before = [_runtime.ad_index(w) for w in flatten(work)[0]]
-            snaps.append(Snapshot(work))
-            _runtime.mask_push(mask)
-            _symbolic_branches += not evaluated
-            try:
-                with Region(flatten(work)[0]) as region:
-                    result.append(call_user(fn, work, 'pbc.if_stmt()', role))
-            finally:
-                _symbolic_branches -= not evaluated
-                _runtime.mask_pop()
-            outside.append(region.changed)
-            scattered |= _scattered_nodes(args, work, nodes_before)
+        with isolation:
+            for mask, fn, role in ((cond, true_fn, 'true_fn'), (~cond, false_fn, 'false_fn')):
+                # Each branch gets a working copy: its in-place changes do not leak into the other.
+                work = working_copy(args)
+                nodes_before = [_runtime.ad_index(w) for w in flatten(work)[0]]
+                snaps.append(Snapshot(work))
+                _runtime.mask_push(mask)
+                _symbolic_branches += not evaluated
+                try:
+                    with Region(flatten(work)[0]) as region:
+                        result.append(call_user(fn, work, 'pbc.if_stmt()', role))
+                finally:
+                    _symbolic_branches -= not evaluated
+                    _runtime.mask_pop()
+                outside.append(region.changed)
+                scattered |= _scattered_nodes(args, work, nodes_before)
     finally:
         _runtime.unstash_refs(stash)
     t, f = result

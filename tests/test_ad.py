@@ -803,3 +803,27 @@ def test_the_example_of_every_function_in_the_docs_prints_what_it_says(capsys):
     said = [line.split('# ')[-1] for line in block.splitlines() if line.startswith('print(')]
     assert printed == said
 
+
+
+@pbc.syntax
+def _backward_inside_branches(which, mode):
+    k = pbc.arange(UInt32, 5)
+    x = pbc.arange(Float, 5)
+    pbc.enable_grad(x)
+    y = x * 2
+    if pbc.hint(k < 2, mode=mode):
+        if which & 1:                   # (a Python condition: this branch or not)
+            pbc.backward_from(y * 2)
+    else:
+        if which & 2:
+            pbc.backward_from(y * 3)
+    return x
+
+
+@pytest.mark.parametrize('mode', ['symbolic', 'evaluated'])
+@pytest.mark.parametrize('which', [1, 2, 3])
+def test_backward_from_inside_branches_reaches_what_came_before_on_their_lanes(mode, which):
+    # (each branch's gradient on its lanes; both reach x, through y, made before the
+    # conditional: the first traversal must not clear the edge the second needs)
+    g = pbc.grad(_backward_inside_branches(which, mode)).numpy().tolist()
+    assert g == [4 * (which & 1)] * 2 + [6 * (which >> 1)] * 3

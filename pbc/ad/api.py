@@ -123,7 +123,11 @@ def _seed(nodes, force):
         for n in nodes:
             _runtime.ad_set_grad(n, None)
         for n in nodes:
-            accumulate(n, _runtime.literal(_runtime.ad_class(n), 1.0, 1))
+            one = _runtime.literal(_runtime.ad_class(n), 1.0, 1)
+            # (inside a conditional or an evaluated loop's iteration, on its lanes only:
+            # `if c: backward_from(y * 2)` differentiates where c holds)
+            mask = _runtime.mask_top(_runtime.class_for(one, 'bool'))
+            accumulate(n, one if mask is None else _runtime.op_select(mask, one, one * 0))
 
 
 def backward_from(arg, flags=ADFlag.Default):
