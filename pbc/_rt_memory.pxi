@@ -56,8 +56,19 @@ def gather(cls, ArrayBase source, index, active=True):
         dec_ext(im)
     out = wrap(be, source._vt, r)
     if ad_live:
-        ad_record_rule(OP_GATHER, out, (source,), (index, active, vars[src].size), False)
+        ad_record_rule(OP_GATHER, out, (source,), (frozen(index), frozen(active),
+                                                   vars[src].size), False)
     return out
+
+cdef object frozen(object x):
+    """x's value now, where no in-place change reaches it: a derivative rule reads the
+    index and mask of its gather or scatter when it runs, after the code that made the node
+    may have changed them (`i += 1` after `gather(x, i)` in a loop's iteration)."""
+    if isinstance(x, ArrayBase):
+        return ad_detached(x)
+    if isinstance(x, (list, np.ndarray)):
+        return np.array(x)
+    return x
 
 cdef uint32_t gather_var(uint32_t src, uint32_t ii, uint32_t im) except 0:
     """Variable src at lanes ii where im holds, 0 elsewhere (a new reference)."""
@@ -287,6 +298,7 @@ def scatter(ArrayBase target, value, index, active=True, int reduce=0, bint disj
         try:
             n = ad_record(AD_SCATTER_MINMAX if minmax else AD_SCATTER_ADD if reduce else
                           OP_SCATTER, target, src, arg, minmax)
+            index, active = frozen(index), frozen(active)
             ad_set_payload(n, (index, active, reduce) if minmax else (index, active))
         finally:
             if old:

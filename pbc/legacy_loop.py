@@ -34,7 +34,7 @@ from .evaluate import eval as _eval
 from .flags import JitFlag, flag
 from .reductions import any as _any
 from .regions import Region, copy_of, will_change
-from .routines import select
+from .routines import broadcast_lanes, select
 from .tree import flatten
 
 
@@ -243,6 +243,12 @@ class _Evaluated(_Run):
         c = cond if outer is None else cond & outer
         c = c if self.active is None else c & self.active
         arrays = list(flatten(self.state())[0])
+        if self.active is None:
+            # (as wide as a symbolic loop's: the state of one lane grows to the loop's width)
+            width = _width(arrays + [c], 'Loop', ())
+            for a in arrays:
+                if len(a) != width:
+                    a._assign(broadcast_lanes(a, width))
         _eval(c, arrays, [x for x, _ in self.outside.values()])
         if not _any(c)[0]:
             return False

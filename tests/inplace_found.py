@@ -655,4 +655,24 @@ def f(a, b, v, lst, d, o, k, acc):
             a = pbc.switch((k * 4 + 3) % 3, (r, r), lst[1], mode='symbolic')
     return (a, b, s, t, y, z, m, v, lst, d, o, u)
 ''',
+    120: '''\
+def f(a, b, v, lst, d, o, k, acc):
+    s = Float64(1.744) + a
+    t = Float64(-1.760)
+    y = a
+    z = lst[0]
+    u = [Float64(-0.433) + a, Float64(-0.272)]
+    m = (k & 2) != 0
+    j = k & 7
+    if k > 6:
+        b += (0.536 + Float64(k))
+    else:
+        z = y
+    c1 = UInt32(0)
+    while pbc.hint(c1 < (k % 4), max_iterations=8, mode='evaluated', compress=True, include=[a, b, s, t, y, z, v, lst, d, o, k, m, u, j]):
+        c1 += 1
+        pbc.scatter_add(acc, (pbc.select((c1 + k) % 3 == 0, d['p'], Float64(k)) * (z + (-0.016 + Float64(k))) * 0.5), j)
+        j ^= 1
+    return (a, b, s, t, y, z, m, v, lst, d, o, u, j)
+''',
 }

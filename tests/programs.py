@@ -600,7 +600,7 @@ class Program:
         self.rng, self.kind, self.aliases = random.Random(seed), kind, aliases
         self.lines, self.loops, self.counters = [], 0, []
         self.places, self.whole = PLACES, ('v',)      # (whole: the vector, as one place)
-        self.tensor = self.matrix = self.local = False
+        self.tensor = self.matrix = self.local = self.j = False
         self.targets, self.deep = None, 2       # (deep: loops nest freely up to this depth)
         self.pcg = self.rng.random() < 0.3      # (a generator `rng` that statements draw from)
         # (modes: each loop, conditional and call gets a mode of its own, symbolic or
@@ -640,6 +640,12 @@ class Program:
         self.has_m = False
         self.emit(1, f'm = {self.condition()}')
         self.has_m = True
+        # (an index `j` in 0..7, in half the programs: acc's entries are added at it, and
+        # statements change it in place afterwards, which the additions' derivatives must
+        # not see)
+        self.j = self.rng.random() < 0.5
+        if self.j:
+            self.emit(1, 'j = k & 7')
         if self.pcg:
             self.emit(1, 'rng = PCG32(len(acc))')
         # (a tensor `tn` of one entry per lane, in a third of the programs)
@@ -771,7 +777,8 @@ class Program:
         return '(' + ', '.join(SCALARS) + ', m, v, lst, d, o' + \
             (', u' if self.targets else '') + (', tn' if self.tensor else '') + \
             (', mx' if self.matrix else '') + \
-            (', loc[UInt32(0)], loc[UInt32(1)])' if self.local else ')')
+            (', loc[UInt32(0)], loc[UInt32(1)]' if self.local else '') + \
+            (', j)' if self.j else ')')
 
     # -- expressions
     def literal(self):
@@ -862,6 +869,8 @@ class Program:
             return self.tensor_statement(indent)
         if self.local and self.rng.random() < 0.05:
             return self.local_statement(indent)
+        if self.j and self.rng.random() < 0.04:
+            return self.index_statement(indent)
         if self.targets and self.rng.random() < 0.03:
             return self.call(indent)
         if getattr(self, 'ptr', False) and self.rng.random() < 0.02:
@@ -963,8 +972,16 @@ class Program:
                         [f'(k + {c})' for c in self.counters])
 
     def scatter_add(self, indent):
-        """Adds into entries of acc; indices that more lanes (or iterations) share add up."""
-        self.emit(indent, f'pbc.scatter_add(acc, {self.expr()}, {self.index()} % len(acc))')
+        """Adds into entries of acc; indices that more lanes (or iterations) share add up.
+        In loops, the index is also the counter of one (1 to 4: within acc), which the next
+        iteration changes in place: the derivative of the addition must read it as it was."""
+        index = f'{self.index()} % len(acc)'
+        r = self.rng.random()
+        if self.j and r < 0.4:
+            index = 'j'
+        elif self.counters and r < 0.6:
+            index = self.rng.choice(self.counters)
+        self.emit(indent, f'pbc.scatter_add(acc, {self.expr()}, {index})')
 
     def operators(self):
         if self.K.integer:
@@ -1078,7 +1095,8 @@ class Program:
             # the loop must be loop state, which `include` makes it)
             read = SCALARS + ('v', 'lst', 'd', 'o', 'k', 'm') + ('rng',) * self.pcg + \
                 ('u',) * bool(self.targets) + ('p',) * self.ptr + ('tn',) * self.tensor + \
-                ('mx',) * self.matrix + ('loc',) * self.local + tuple(self.counters[:-1])
+                ('mx',) * self.matrix + ('loc',) * self.local + ('j',) * self.j + \
+                tuple(self.counters[:-1])
             mode += f", compress=True, include=[{', '.join(read)}]"
         self.emit(indent, f'while pbc.hint({c} < {bound}, max_iterations={MAX_ITERATIONS}'
                           f'{mode}):')
@@ -1113,7 +1131,18 @@ class Program:
         """The names of every place and generator (a pbc.Loop's state)."""
         return ('a', 'b', 's', 't', 'y', 'z', 'v', 'lst', 'd', 'o', 'm') + \
             ('rng',) * self.pcg + ('u',) * bool(self.targets) + ('p',) * self.ptr + \
-            ('tn',) * self.tensor + ('mx',) * self.matrix + ('loc',) * self.local
+            ('tn',) * self.tensor + ('mx',) * self.matrix + ('loc',) * self.local + \
+            ('j',) * self.j
+
+    def index_statement(self, indent, in_place=False):
+        """The index j changed in place (it stays in 0..7), right after an addition into
+        acc at it or not, or bound to a new value."""
+        if self.rng.random() < 0.4:
+            self.emit(indent, f'pbc.scatter_add(acc, {self.expr()}, j)')
+        if in_place or self.rng.random() < 0.7:
+            self.emit(indent, f'j ^= {self.rng.choice((1, 2, 4, 5))}')
+        else:
+            self.emit(indent, f'j = ({self.index()}) & 7')
 
     def local_statement(self, indent):
         """A store into local memory, or an entry changed through a read and a store."""
@@ -1137,6 +1166,8 @@ class Program:
             self.tensor_statement(indent, in_place=True)
         elif self.local and r < 0.1:
             self.local_statement(indent)
+        elif self.j and r < 0.13:
+            self.index_statement(indent, in_place=True)
         elif r < 0.4:
             self.augmented(indent)
         elif r < 0.45 and self.whole:
@@ -1176,8 +1207,7 @@ class Target(Program):
         self.places, self.whole, self.targets, self.deep = ('x', 'y', 'w') + CELL, (), None, 1
         self.modes, self.symbolic, self.has_m = modes, True, False
         self.in_place_only, self.jumps, self.tensor, self.matrix = False, True, False, False
-        self.local = False
-        self.returned = False
+        self.returned = self.local = self.j = False
         self.K = KINDS[kind]
         self.T = self.K.T
         self.group = {p: p for p in self.places}

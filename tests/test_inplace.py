@@ -1445,3 +1445,41 @@ def test_a_compressed_loop_changes_a_tensor_in_place():
     alias = t
     _compressed_tensor(t, pbc.arange(UInt32, 5))
     assert alias.shape == (5,) and alias.numpy().tolist() == [0, 1, 2, 3, 4]
+
+
+@pbc.syntax
+def _gather_then_step(x, n):
+    i = UInt32(0)
+    q = Float(0.0)
+    while pbc.hint(i < n, max_iterations=4):
+        q += pbc.gather(Float, x, i)
+        i += 1                          # (after the gather: its derivative reads i as it was)
+    return q
+
+
+@pytest.mark.parametrize('direction', ['forward', 'backward'])
+def test_derivatives_of_a_gather_whose_index_changes_in_place_afterwards(mode, direction):
+    x = pbc.ones(Float, 6)
+    pbc.enable_grad(x)
+    q = _gather_then_step(x, UInt32(3))
+    if direction == 'backward':
+        pbc.backward(q)
+        assert pbc.grad(x).numpy().tolist() == [1, 1, 1, 0, 0, 0]
+    else:
+        pbc.set_grad(x, Float(1, 10, 100, 1000, 10000, 100000))
+        assert pbc.forward_to(q).numpy().tolist() == [111]
+
+
+@pytest.mark.parametrize('direction', ['forward', 'backward'])
+def test_derivatives_of_a_scatter_add_whose_index_changes_in_place_afterwards(direction):
+    x = Float(1, 2, 3)
+    pbc.enable_grad(x)
+    acc, j = pbc.zeros(Float, 4), UInt32(0, 1, 3)
+    pbc.scatter_add(acc, x * x, j)
+    j ^= 1                              # (the addition went to 0, 1, 3; its derivative too)
+    if direction == 'backward':
+        pbc.backward(pbc.gather(Float, acc, UInt32(0, 1, 2, 3)) * Float(1, 10, 100, 1000))
+        assert pbc.grad(x).numpy().tolist() == [2, 40, 6000]
+    else:
+        pbc.set_grad(x, 1.0)
+        assert pbc.forward_to(acc).numpy().tolist() == [2, 4, 0, 6]

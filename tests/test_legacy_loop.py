@@ -215,3 +215,12 @@ def test_a_loop_whose_body_raises_in_a_branch_leaves_nothing_behind(mode):
     acc = Float(0, 0, 0, 0)
     pbc.scatter_add(acc, Float(1), UInt32(0, 1, 2, 3))
     assert acc.numpy().tolist() == [1, 1, 1, 1]
+
+
+def test_state_of_one_lane_grows_to_the_loops_width(mode):
+    i, x = UInt32(0), Float(1, 2, 3)
+    loop = pbc.Loop('a', state=lambda: (i, x))
+    while loop(i < 2):
+        x += 1
+        i += 1
+    assert i.numpy().tolist() == [2, 2, 2] and x.numpy().tolist() == [3, 4, 5]
