@@ -9,7 +9,7 @@ import operator
 
 import numpy as np
 
-from ._runtime import VECTOR_CLASSES, ArrayBase, VarState, VectorBase
+from ._runtime import VECTOR_CLASSES, ArrayBase, VarState, VectorBase, op_select
 from .ad.api import GradAttribute
 from .evaluate import eval as _eval
 from .printing import array_repr
@@ -145,11 +145,21 @@ class StaticArray(VectorBase):
 
     def __setitem__(self, i, value):
         items = list(self._items)
-        if _is_mask(i):                       # v[mask] = w: masked assignment per component
-            from .routines import select
-            masks = _components(i, self.Size)
-            items = [select(m, w, c)
-                     for c, w, m in zip(items, _components(value, self.Size), masks)]
+        if _is_mask(i):
+            # v[mask] = w: each component changes in place where the mask holds (`vy = v.y`
+            # sees it, as it sees `v += 1`); one that occurs twice is replaced instead
+            seen = set()
+            for k, (c, w, m) in enumerate(zip(items, _components(value, self.Size),
+                                              _components(i, self.Size))):
+                if id(c) in seen:
+                    items[k] = op_select(m, w, c) if isinstance(c, ArrayBase) else type(c)(c)
+                    if not isinstance(c, ArrayBase):
+                        items[k][m] = w
+                elif isinstance(c, ArrayBase):
+                    c._assign(op_select(m, w, c))
+                else:
+                    c[m] = w
+                seen.add(id(items[k]))
         elif items[i] is value:               # v.x += 1 wrote into the component itself
             return
         else:

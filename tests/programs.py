@@ -16,7 +16,8 @@ scatter-add into. Its statements are what users write, not only expressions:
 
 * `place = e` and `place op= e` for every operator, where a place is a scalar name, a
   vector component (`v.x`, `v[2]`), a list or dict entry or a field; `v op= e` on the
-  whole vector; `m = c`, `m &= c`, `m |= c`, `m ^= c` on the Bool;
+  whole vector; masked stores `place[c] = e`, `place[c] op= e`, `v[c] = e` (in place, on
+  the lanes where c holds); `m = c`, `m &= c`, `m |= c`, `m ^= c` on the Bool;
 * expressions of the kind's operators, pbc.select, and pbc.minimum/maximum (exact kinds)
   or pbc.sin/cos (Float64);
 * aliases: `y = a`, `z = lst[0]`, `lst[1] = s`, `y = v.y` (a name bound to another's
@@ -119,6 +120,13 @@ class _Scalar:
     def _set(self, v):
         self.v = self._fit(v)
         return self
+
+    def __getitem__(self, mask):
+        return type(self)(self.v)       # (x[c] op= e: a copy, stored back where c holds)
+
+    def __setitem__(self, mask, value):
+        if mask:
+            self.v = self._fit(_value(value))
 
     @property
     def array(self):
@@ -241,10 +249,16 @@ def lane_vector(Scalar):
             object.__setattr__(self, 'c', [Scalar(x) for x in c])
 
         def __getitem__(self, i):
+            if isinstance(i, bool):         # (v[c] op= e: a copy, stored back where c holds)
+                return LaneVector3(*self.c)
             return self.c[i]
 
         def __setitem__(self, i, value):
-            if self.c[i] is not value:
+            if isinstance(i, bool):         # (a masked store: each component in place)
+                if i:
+                    for a, x in zip(self.c, self._parts(value)):
+                        a.v = Scalar(x).v
+            elif self.c[i] is not value:
                 self.c[i] = Scalar(value)
 
         def __getattr__(self, name):
@@ -871,6 +885,8 @@ class Program:
             return self.local_statement(indent)
         if self.j and self.rng.random() < 0.04:
             return self.index_statement(indent)
+        if self.rng.random() < 0.04:
+            return self.masked(indent)
         if self.targets and self.rng.random() < 0.03:
             return self.call(indent)
         if getattr(self, 'ptr', False) and self.rng.random() < 0.02:
@@ -990,6 +1006,20 @@ class Program:
 
     def augmented(self, indent, place=None):
         place = place or self.rng.choice(self.places)
+        self.emit(indent, '{} {}= {}'.format(place, *self.operation()))
+
+    def masked(self, indent):
+        """A masked store into a place or the vector (`x[c] = e`, `v[c] op= e`): the object
+        changes in place on the lanes where c holds."""
+        place = self.rng.choice(self.places + self.whole)
+        at = f'{place}[{self.condition()}]'
+        if self.rng.random() < 0.5:
+            self.emit(indent, f'{at} = {self.expr()}')
+        else:
+            self.augmented(indent, at)
+
+    def operation(self):
+        """(op, e) of an augmented assignment `place op= e`."""
         if self.K.integer:
             op = self.rng.choice(('+', '-', '*', '&', '|', '^', '//', '%', '<<', '>>'))
             e = self.expr()
@@ -999,7 +1029,7 @@ class Program:
             op = self.rng.choice(('+', '-', '*', '/'))
             e = self.expr()
             e = f'(1.5 + {e} * {e})' if op == '/' else f'({e} * 0.5)' if op == '*' else e
-        self.emit(indent, f'{place} {op}= {e}')
+        return op, e
 
     def find(self, p):
         while self.group[p] != p:
@@ -1168,6 +1198,8 @@ class Program:
             self.local_statement(indent)
         elif self.j and r < 0.13:
             self.index_statement(indent, in_place=True)
+        elif r < 0.17:
+            self.masked(indent)
         elif r < 0.4:
             self.augmented(indent)
         elif r < 0.45 and self.whole:

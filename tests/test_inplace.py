@@ -1483,3 +1483,23 @@ def test_derivatives_of_a_scatter_add_whose_index_changes_in_place_afterwards(di
     else:
         pbc.set_grad(x, 1.0)
         assert pbc.forward_to(acc).numpy().tolist() == [2, 4, 0, 6]
+
+
+@pbc.syntax
+def _masked_stores(v, x, k):
+    i = UInt32(0)
+    while i < k:
+        v[x > 1.5] = Array3f(7, 8, 9)     # (each component in place, where x > 1.5)
+        x[i == 0] += 10.0
+        i += 1
+    return i
+
+
+def test_masked_stores_change_objects_in_place(mode):
+    v, x = Array3f(Float(1, 2, 3), Float(4, 5, 6), Float(0, 0, 0)), Float(1, 2, 1)
+    vy, alias = v.y, x
+    _masked_stores(v, x, UInt32(0, 1, 2))
+    assert alias.numpy().tolist() == [1, 12, 11]
+    # (lane 1: x was 2, lane 2: x became 11 in the first iteration; lane 0 never ran)
+    assert v.numpy().T.tolist() == [[1, 4, 0], [7, 8, 9], [7, 8, 9]]
+    assert vy.numpy().tolist() == [4, 8, 8]
