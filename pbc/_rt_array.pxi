@@ -552,6 +552,11 @@ cdef uint32_t from_numpy(object value, uint8_t vt, uint8_t backend) except 0:
         arr = np.asarray(value)
     except Exception as e:
         raise TypeError(f'pbc: cannot convert {type(value).__name__} to an array: {e}')
+    if arr.dtype.kind in 'fO' and vt != T_BOOL and not is_float(vt) and \
+            isinstance(value, (list, tuple)) and all(type(x) is int for x in value):
+        # Python integers, one past int64's range: NumPy made floats of them all (or
+        # objects), where each must wrap around exactly, as one such integer does alone
+        arr = np.array([x & 0xFFFFFFFFFFFFFFFF for x in value], dtype=np.uint64)
     if arr.dtype.kind not in 'biuf':
         if arr.dtype.kind == 'O':
             raise TypeError(f'pbc: {TYPE_NAMES[vt]} array: Could not construct from sequence '

@@ -48,6 +48,15 @@ def test_construction_forms():
     assert UInt(-1)[0] == 2**32 - 1
 
 
+def test_construction_from_python_integers_past_int64_is_exact():
+    # (NumPy makes floats of [1, 2**64 - 1]: each must wrap around exactly instead)
+    UInt64 = pbc.uint64_array_t(UInt)
+    assert UInt64([1, 2**64 - 1]).numpy().tolist() == [1, 2**64 - 1]
+    assert UInt64((3, 2**63 + 5)).numpy().tolist() == [3, 2**63 + 5]
+    assert Int64([1, 2**64 - 1, -2**63]).numpy().tolist() == [1, -1, -2**63]
+    assert UInt([1, 2**64 - 1, 2**32 + 7]).numpy().tolist() == [1, 2**32 - 1, 7]
+
+
 def test_creation_functions():
     np.testing.assert_array_equal(pbc.zeros(Float, 3).numpy(), [0, 0, 0])
     np.testing.assert_array_equal(pbc.ones(Int, 2).numpy(), [1, 1])
