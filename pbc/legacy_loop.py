@@ -7,11 +7,12 @@
 The body is inline code between two calls of `loop(cond)`, which pbc cannot run again, so
 the state the lambda lists is the whole loop state. Like Dr.Jit 0.x, the loop runs
 
-* symbolically (JitFlag.SymbolicLoops on, and no derivative can flow): creating the loop
-  swaps the state variables' values for the loop's phis in place, the body is recorded
-  once, between the first and the second call of `loop(cond)`, and the second call ends the
-  loop and gives the variables their values after it;
-* or evaluated (the flag off, or derivatives may flow: operations of an evaluated
+* symbolically (JitFlag.SymbolicLoops on, and no state variable carries derivatives):
+  creating the loop swaps the state variables' values for the loop's phis in place, the
+  body is recorded once, between the first and the second call of `loop(cond)`, and the
+  second call ends the loop and gives the variables their values after it (a value that
+  carries derivatives used in the body is an error that says to run it evaluated);
+* or evaluated (the flag off, or the state carries derivatives: operations of an evaluated
   iteration are traced as any others, so derivatives follow them): every call of
   `loop(cond)` ends an iteration; lanes whose condition failed keep the values they had
   before it, side effects are masked to the iteration's lanes, until no lane is left.
@@ -27,7 +28,7 @@ that array the state's values).
 
 from . import _runtime
 from ._runtime import ArrayBase
-from .ad import loop as ad_loop
+from .ad.api import grad_enabled
 from .control import _width, in_symbolic_code
 from .errors import StateError
 from .evaluate import eval as _eval
@@ -77,7 +78,7 @@ class Loop:
             return                              # no JIT state: plain Python
         # (inside symbolic code nothing can be evaluated: a loop there is symbolic)
         evaluated = not in_symbolic_code() and (not flag(JitFlag.SymbolicLoops) or
-                                                ad_loop.tracked())
+                                                grad_enabled(arrays))
         self._run = (_Evaluated if evaluated else _Symbolic)(self, arrays)
 
     def __call__(self, cond):

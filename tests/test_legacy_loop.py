@@ -114,10 +114,10 @@ def test_an_exception_in_the_body_leaves_the_state_as_it_was(mode):
 
 @pytest.mark.parametrize('direction', ('forward', 'backward'))
 def test_derivatives_of_state_and_of_arrays_outside_it(direction):
-    # (derivatives may flow: the loop runs evaluated, whatever the flag says)
+    # (a state that carries derivatives: the loop runs evaluated, whatever the flag says)
     x = Float(1, 2, 3)
     pbc.enable_grad(x)
-    r, q, i = Float(1), x * 1, UInt32(0)
+    r, q, i = x * 0 + 1, x * 1, UInt32(0)
     loop = pbc.Loop('a', state=lambda: (i, r))
     while loop(i < UInt32(1, 2, 3)):
         r *= x                                  # r = x ** trips
@@ -224,3 +224,23 @@ def test_state_of_one_lane_grows_to_the_loops_width(mode):
         x += 1
         i += 1
     assert i.numpy().tolist() == [2, 2, 2] and x.numpy().tolist() == [3, 4, 5]
+
+
+def test_derivatives_read_in_a_symbolic_loop_are_an_error_that_says_what_to_do():
+    x = Float(1, 2, 3)
+    pbc.enable_grad(x)
+    r, i = Float(1), UInt32(0)
+    loop = pbc.Loop('a', state=lambda: (i, r))
+    with pytest.raises(NotImplementedError, match='SymbolicLoops off'):
+        while loop(i < 3):
+            r *= x
+            i += 1
+    del loop
+    assert (i.numpy().tolist(), r.numpy().tolist()) == ([0], [1])
+    with pbc.scoped_set_flag(pbc.JitFlag.SymbolicLoops, False):
+        loop = pbc.Loop('a', state=lambda: (i, r))
+        while loop(i < 3):
+            r *= x
+            i += 1
+    pbc.backward(r)
+    assert r.numpy().tolist() == [1, 8, 27] and pbc.grad(x).numpy().tolist() == [3, 12, 27]

@@ -294,9 +294,10 @@ cdef int ad_check_recording() except -1:
         raise NotImplementedError(
             'pbc: derivatives inside a symbolic call target, or inside the body of a legacy '
             'pbc.Loop, are not supported yet (a value that carries derivatives is used in '
-            "the code being recorded). Run it in evaluated mode (mode='evaluated'; for "
-            'loops, pbc.while_loop is differentiable), or use pbc.detach() or '
-            'pbc.suspend_grad() for values whose derivatives are not needed')
+            "the code being recorded). Run it in evaluated mode (mode='evaluated'; a "
+            'pbc.Loop runs evaluated with JitFlag.SymbolicLoops off, or when its state '
+            'carries derivatives), or use pbc.detach() or pbc.suspend_grad() for values '
+            'whose derivatives are not needed')
     return 0
 
 cdef uint32_t ad_record(uint16_t rule, ArrayBase result, uint32_t* src, uint32_t* arg,
