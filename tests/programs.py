@@ -6,8 +6,9 @@ A program is the source of one function
 
     def f(a, b, v, lst, d, o, k, acc):
 
-over values of one kind (KINDS): UInt32 ('uint') and Int32 ('int'), exact with 32-bit
-wrap-around and C's division; Float ('float32'), exact: every operation rounds to float32;
+over values of one kind (KINDS): UInt32 ('uint'), Int32 ('int'), UInt64 ('uint64') and
+Int64 ('int64'), exact with wrap-around and C's division; Float ('float32'), exact: every
+operation rounds to float32;
 Float64 ('float'), smooth, for derivatives. Its places: scalars `a b` (arguments) and
 `s t y z` (locals), a 3-vector `v`, a list `lst` of two scalars, a dict `d` of one
 (`d['p']`), an object `o` with fields `o.p o.q` (a DRJIT_STRUCT); besides them a Bool `m`,
@@ -219,6 +220,25 @@ class LaneI32(_Scalar):
     def __imod__(self, o):
         b = self._fit(_value(o))
         return self._set(self.v - self._c_div(self.v, b) * b)
+
+
+class LaneU64(_Scalar):
+    """One lane of a UInt64."""
+    __slots__ = ()
+
+    @staticmethod
+    def _fit(v):
+        return int(v) & M64
+
+
+class LaneI64(LaneI32):
+    """One lane of an Int64 (as LaneI32, on 64 bits)."""
+    __slots__ = ()
+
+    @staticmethod
+    def _fit(v):
+        v = int(v) & M64
+        return v - (1 << 64) if v >> 63 else v
 
 
 class LaneF32(_Scalar):
@@ -495,6 +515,7 @@ def call_scale(x, y):
 
 
 CALLS = {'uint': (call_add, call_shift, call_back), 'int': (call_add, call_shift, call_back),
+         'uint64': (call_add, call_shift, call_back), 'int64': (call_add, call_shift, call_back),
          'float32': (call_add, call_damp, call_scale), 'float': (call_add, call_damp, call_scale)}
 
 
@@ -520,6 +541,10 @@ KINDS = {
                  (0, 1, 2, 3, 5, 7, 100, 0xFFFF, 0xFFFFFFFF)),
     'int': Kind('Int32', 'Array3i', LaneI32, True, True,
                 (0, 1, -1, 2, -3, 7, 100, -2**31, 2**31 - 1)),
+    'uint64': Kind('UInt64', 'Array3u64', LaneU64, True, True,
+                   (0, 1, 2, 3, 7, 100, 0xFFFFFFFF, 2**32, 2**64 - 1)),
+    'int64': Kind('Int64', 'Array3i64', LaneI64, True, True,
+                  (0, 1, -1, 2, -3, 7, 100, 2**32, -2**63, 2**63 - 1)),
     'float32': Kind('Float', 'Array3f', LaneF32, False, True),
     'float': Kind('Float64', 'Array3f64', LaneF64, False, False),
 }
@@ -663,7 +688,7 @@ class Program:
         if self.pcg:
             self.emit(1, 'rng = PCG32(len(acc))')
         # (a tensor `tn` of one entry per lane, in a third of the programs)
-        self.tensor = self.rng.random() < 0.3
+        self.tensor = self.rng.random() < 0.3 and self.T in TENSORS
         if self.tensor:
             self.emit(1, f'tn = {TENSORS[self.T]}(a + {self.literal()})')
         # (local memory `loc` of two entries, in a third of the programs)
@@ -969,6 +994,8 @@ class Program:
         """A place changed by (or bound to) a value drawn from the generator: the draw
         advances it on the lanes that run the statement."""
         draw = {'uint': 'rng.next_uint32()', 'int': 'Int32(rng.next_uint32() & 65535)',
+                'uint64': 'UInt64(rng.next_uint32())',
+                'int64': 'Int64(rng.next_uint32() & 65535)',
                 'float32': 'rng.next_float32()', 'float': self.rng.choice(
                     ('Float64(rng.next_float32())', 'rng.next_float64()'))}[self.kind]
         place = self.rng.choice(self.places)
@@ -1281,6 +1308,13 @@ def inputs(seed, kind, lanes=LANES):
         def draw():
             return rng.choice((0, 1, -1, 2, 7, -100, 12345, 2**31 - 1, -2**31,
                                rng.getrandbits(32) - 2**31))
+    elif kind == 'uint64':
+        def draw():
+            return rng.choice((0, 1, 2, 3, 7, 100, 0xFFFFFFFF, 2**64 - 1, rng.getrandbits(64)))
+    elif kind == 'int64':
+        def draw():
+            return rng.choice((0, 1, -1, 2, 7, -100, 2**31, 2**63 - 1, -2**63,
+                               rng.getrandbits(64) - 2**63))
     else:
         def draw():
             return round(rng.uniform(-1, 1), 3)
@@ -1318,6 +1352,7 @@ def run_lanes(source, values, kind):
     Scalar = KINDS[kind].lane
     Vector, Obj = lane_vector(Scalar), struct_type(Scalar)
     ns = dict(UInt32=LaneU32, Int32=LaneI32, Float=LaneF32, Float64=LaneF64, pbc=_Hint,
+              UInt64=LaneU64, Int64=LaneI64,
               fresh=fresh, CALLS=CALLS[kind], Ptr=_LanePtr, TensorXu=LaneU32,
               TensorXi=LaneI32, TensorXf=LaneF32, TensorXf64=LaneF64,
               Matrix3f=lambda *e: LaneMatrix(Vector, e))
@@ -1374,6 +1409,7 @@ def compile_program(source, path, kind, backend):
         f.write(source)
     ns = dict(UInt32=backend.UInt32, Int32=backend.Int32, Float=backend.Float,
               Float64=backend.Float64, PCG32=backend.PCG32, pbc=pbc, CALLS=CALLS[kind],
+              UInt64=backend.UInt64, Int64=backend.Int64,
               Ptr=backend.Ptr, Matrix3f=backend.Matrix3f,
               **{t: getattr(backend, t) for t in TENSORS.values()})
     exec(compile(source, path, 'exec'), ns)

@@ -246,9 +246,9 @@ def test_uint_programs(tmp_path_factory, seed):
     fuzz(seed, 'uint', tmp_path_factory.getbasetemp())
 
 
-@settings(FUZZ, max_examples=examples(20))
-@given(st.integers(0, 2**32 - 1), st.sampled_from(('int', 'float32')))
-def test_int32_and_float32_programs(tmp_path_factory, seed, kind):
+@settings(FUZZ, max_examples=examples(24))
+@given(st.integers(0, 2**32 - 1), st.sampled_from(('int', 'float32', 'uint64', 'int64')))
+def test_programs_of_the_other_kinds(tmp_path_factory, seed, kind):
     fuzz(seed, kind, tmp_path_factory.getbasetemp())
 
 
