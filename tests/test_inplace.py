@@ -1503,3 +1503,23 @@ def test_masked_stores_change_objects_in_place(mode):
     # (lane 1: x was 2, lane 2: x became 11 in the first iteration; lane 0 never ran)
     assert v.numpy().T.tolist() == [[1, 4, 0], [7, 8, 9], [7, 8, 9]]
     assert vy.numpy().tolist() == [4, 8, 8]
+
+
+@pbc.syntax
+def _stores_into_entries(lst, v, m, k):
+    i = UInt32(0)
+    while i < k:
+        i += 1
+        lst[0][i == 2] = 7.0            # (into lst[0]'s object: lst[0] stays that object)
+        v.x[i == 1] = 5.0               # (into the component v.x)
+        m[0][1] = m[0][1] + 1.0         # (an entry of the row m[0]: the row stays the row)
+    return i
+
+
+def test_stores_into_entries_of_entries_in_a_loop_keep_their_objects(mode):
+    lst, v, m = [Float(1, 1, 1)], Array3f(0, 0, 0), Matrix3f(0.0)
+    first, vx, row = lst[0], v.x, m[0]
+    _stores_into_entries(lst, v, m, UInt32(0, 1, 2))
+    assert lst[0] is first and first.numpy().tolist() == [1, 1, 7]
+    assert v.x is vx and vx.numpy().tolist() == [0, 5, 5]
+    assert m[0] is row and row[1].numpy().tolist() == [0, 1, 2]

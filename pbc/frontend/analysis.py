@@ -406,7 +406,7 @@ def first_use_order(fn):
 def bound_places(stmts):
     """The places that `stmts` bind to another object (`x = ...`, not `x op= ...`): names,
     and entries and fields ('x[0]' for `x[0] = ...`, 'x.a' for `x.a = ...`, 'x[]' for any
-    other entry of x)."""
+    other entry of x, 'x[0][]' for an entry of x[0]: see _entry)."""
     out = {}
     for stmt in stmts:
         for node in ast.walk(stmt):
@@ -424,14 +424,21 @@ def bound_places(stmts):
 
 
 def _entry(target):
-    """'[key]' (a constant key), '.field' or '[]' (any other) for `name[key] = ...` or
-    `name.field = ...` (deeper targets: '[]')."""
-    if isinstance(target.value, ast.Name):
-        if isinstance(target, ast.Attribute):
-            return '.' + target.attr
-        if isinstance(target.slice, ast.Constant):
-            return f'[{target.slice.value!r}]'
-    return '[]'
+    """The place `target` names after its base name, a segment per level: '[key]' (a
+    constant key), '.field' or '[]' (any other key): '[0]' for `name[0] = ...`, '.a' for
+    `name.a = ...`, '[0][]' for `name[0][m] = ...` (an entry of name[0]: name[0] itself
+    stays the object it is). Through a call (`name.m()[0] = ...`): '[]'."""
+    segments = []
+    node = target
+    while isinstance(node, (ast.Attribute, ast.Subscript)):
+        if isinstance(node, ast.Attribute):
+            segments.append('.' + node.attr)
+        elif isinstance(node.slice, ast.Constant):
+            segments.append(f'[{node.slice.value!r}]')
+        else:
+            segments.append('[]')
+        node = node.value
+    return ''.join(reversed(segments)) if isinstance(node, ast.Name) else '[]'
 
 
 @dataclasses.dataclass

@@ -4,6 +4,8 @@ Each helper does exactly what plain Python would do when its condition is a Pyth
 and defers to pbc.while_loop / pbc.if_stmt (pbc/control.py) when it is a JIT array."""
 
 import ast
+import operator
+import re
 import sys
 import types
 
@@ -112,7 +114,8 @@ def _read_through(reads, original, labels=(), rebinds=()):
     copy (a name bound to an object that the code changes in place sees the change, as in
     Python); anything else is itself. A loop's working copy of a variable its body binds to
     another object (`rebinds`: 'name', or its entries 'name[0]', 'name.field', 'name[]' for
-    any) stands for the variable, not for the object: that object is read as it is.
+    any, 'name[0][]' for those of an entry) stands for the variable, not for the object:
+    that object is read as it is.
 
     Worked out once, as where in the state each such object is, the function holds no
     object of the state. (A loop's node in the AD graph keeps the loop's code, to run it
@@ -130,9 +133,12 @@ def _read_through(reads, original, labels=(), rebinds=()):
         if entries is None or children(o) is None:
             where.update((id(a), _Slot(i, None, j)) for j, a in enumerate(nodes(o)[0]))
             continue
+        whole, partly = entries
         where[id(o)] = _Slot(i, None, 0)
         for k, a in enumerate(children(o)):
-            if k not in entries:
+            if k in partly:           # (itself, not the entries of it that the body binds)
+                where[id(a)] = _Slot(i, k, 0)
+            elif k not in whole:
                 where.update((id(p), _Slot(i, k, j)) for j, p in enumerate(nodes(a)[0]))
     template = tuple(_template(r, where) for r in reads)
 
@@ -329,21 +335,30 @@ _COMPONENTS = {'.x': '[0]', '.y': '[1]', '.z': '[2]', '.w': '[3]'}
 
 def _entries(container, label, rebinds):
     """The positions (in children() order) of the container's entries that a loop body
-    binds (`rebinds`: 'name[0]', 'name.field', 'name[]' for any), or None if it binds
-    none."""
-    bound = [r[len(label):] for r in rebinds if label is not None and
+    binds (`rebinds`: 'name[0]', 'name.field', 'name[]' for any), and of those it binds
+    entries of (`name[0][]`: name[0] stays the object it is), or None if it binds none."""
+    bound = [_segments(r[len(label):]) for r in rebinds if label is not None and
              r.startswith((f'{label}[', f'{label}.'))]
     if not bound:
         return None
     parts = children(container)
     if parts is None:
-        return set()
-    if '[]' in bound:
-        return set(range(len(parts)))
+        return set(), set()
     keys = child_keys(container, parts)
-    if isinstance(container, StaticArray):
-        bound = [_COMPONENTS.get(b, b) for b in bound]
-    return {k for k, key in enumerate(keys) if key in bound}
+    whole, partly = set(), set()
+    for segments in bound:
+        first = segments[0]
+        if isinstance(container, StaticArray):
+            first = _COMPONENTS.get(first, first)
+        hit = range(len(parts)) if first == '[]' else \
+            [k for k, key in enumerate(keys) if key == first]
+        (whole if len(segments) == 1 else partly).update(hit)
+    return whole, partly - whole
+
+
+def _segments(path):
+    """'[0][]' -> ['[0]', '[]']; '.x[1]' -> ['.x', '[1]'] (see analysis._entry)."""
+    return re.findall(r"\[[^\]]*\]|\.\w+", path)
 
 
 def _fresh(state, labels, rebinds):
@@ -360,27 +375,46 @@ def _fresh(state, labels, rebinds):
             state[i] = type(x)(x) if x.index else type(x)()
         for r in rebinds:
             if r.startswith((f'{label}[', f'{label}.')) and r != label:
-                _fresh_entry(x, r[len(label):])
+                *path, entry = _segments(r[len(label):])
+                for c in _reached(x, path):
+                    _fresh_entry(c, entry)
     return tuple(state)
 
 
-def _fresh_entry(container, entry):
-    """container's entry ('[key]', '.field'; '[]': every entry) as a new object of its
-    value (the container is the loop's working copy)."""
-    if entry.startswith('.'):
-        keys, get, put = [entry[1:]], getattr, setattr
+def _reached(container, path):
+    """The objects at `path` (segments, '[]': every entry) inside the container."""
+    out = [container]
+    for segment in path:
+        out = [e for c in out for _, e in _at(c, segment)]
+    return out
+
+
+def _at(container, segment):
+    """(key, entry) for the container's entries that `segment` names ('[key]', '.field',
+    '[]': every entry of a list or dict)."""
+    if segment.startswith('.'):
+        keys, get = [segment[1:]], getattr
     else:
-        get, put = (lambda c, k: c[k]), (lambda c, k, v: c.__setitem__(k, v))
-        if entry == '[]':
+        get = operator.getitem
+        if segment == '[]':
             keys = list(container) if isinstance(container, dict) else \
                 range(len(container)) if isinstance(container, list) else []
         else:
-            keys = [ast.literal_eval(entry[1:-1])]
+            keys = [ast.literal_eval(segment[1:-1])]
+    out = []
     for k in keys:
         try:
-            x = get(container, k)
+            out.append((k, get(container, k)))
         except (AttributeError, KeyError, IndexError, TypeError):
             continue
+    return out
+
+
+def _fresh_entry(container, segment):
+    """container's entry ('[key]', '.field'; '[]': every entry) as a new object of its
+    value (the container is the loop's working copy)."""
+    put = setattr if segment.startswith('.') else operator.setitem
+    for k, x in _at(container, segment):
         if isinstance(x, ArrayBase):
             put(container, k, type(x)(x) if x.index else type(x)())
 
