@@ -191,7 +191,7 @@ def while_loop(state, cond, body, labels=(), label=None, mode=None, max_iteratio
         _runtime.unstash_refs(stash)
 
 
-def _width(arrays, what, names):
+def loop_width(arrays, what, names):
     """The loop's width: that of its widest state (widths must be equal or 1; 0 counts)."""
     n = 1
     for x in arrays:
@@ -325,7 +325,7 @@ def _symbolic_loop(state, cond, body, names, c, strict):
     arrays, build = flatten(state)
     fixed = set()          # state arrays found loop-invariant: kept out of the loop
     try:
-        width = _width(arrays, 'while_loop', names)
+        width = loop_width(arrays, 'while_loop', names)
     except SizeError:
         # State of another width than the condition's can only be loop-invariant (a buffer
         # the body reads, say): it starts out of the loop, and a body that changes it fails.
@@ -542,11 +542,11 @@ def _evaluated_loop(state, cond, body, names, c, strict):
     """One kernel per iteration: lanes whose condition fails keep their state (and their
     side effects are masked), until no lane is left."""
     arrays, build = flatten(state)
-    width = len(c) if len(c) != 1 else _width(arrays, 'while_loop', names)
+    width = len(c) if len(c) != 1 else loop_width(arrays, 'while_loop', names)
     # (state of another width can only be loop-invariant, as in a symbolic loop)
     odd = {i for i, a in enumerate(arrays) if len(a) not in (1, width)}
     if width == 1 and odd:
-        _width(arrays, 'while_loop', names)                  # raises
+        loop_width(arrays, 'while_loop', names)                  # raises
     original = nodes(state)[0]
     mutated = _InPlace(len(original))
     changed = [False] * len(arrays)       # per array: whether some iteration changed it
@@ -681,7 +681,7 @@ def _compressed_loop(state, cond, body, names, c, strict):
     afterwards, until the body binds the names apart; state that no iteration changed is
     the caller's array after the loop, as after the other loops."""
     arrays, build = flatten(state)
-    width = _width(arrays + [c], 'while_loop', names)
+    width = loop_width(arrays + [c], 'while_loop', names)
     original = nodes(state)[0]
     mutated = _InPlace(len(original))
     UInt32 = _runtime.class_for(c, 'uint32')

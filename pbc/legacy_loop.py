@@ -29,7 +29,7 @@ that array the state's values).
 from . import _runtime
 from ._runtime import ArrayBase
 from .ad.api import grad_enabled
-from .control import _width, in_symbolic_code
+from .control import in_symbolic_code, loop_width
 from .errors import StateError
 from .evaluate import eval as _eval
 from .flags import JitFlag, flag
@@ -173,7 +173,7 @@ class _Run:
 class _Symbolic(_Run):
     def __init__(self, loop, arrays):
         super().__init__(loop, arrays)
-        width = _width(arrays, 'Loop', ())
+        width = loop_width(arrays, 'Loop', ())
         # (one loop variable per object: a state that names an object twice, `z = lst[0]`
         # before the loop, changes it once)
         self.objects = list({id(a): a for a in arrays}.values())
@@ -246,7 +246,7 @@ class _Evaluated(_Run):
         arrays = list(flatten(self.state())[0])
         if self.active is None:
             # (as wide as a symbolic loop's: the state of one lane grows to the loop's width)
-            width = _width(arrays + [c], 'Loop', ())
+            width = loop_width(arrays + [c], 'Loop', ())
             for a in arrays:
                 if len(a) != width:
                     a._assign(broadcast_lanes(a, width))
