@@ -2,7 +2,8 @@
 tests/suite_backend.py; with `cuda` and no GPU here, through the stand-in driver), a record
 of every Kernel the LLVM backend compiles (so that tests/test_zz_ptx_all_kernels.py can
 check that the PTX renderer handles all of them), a batched ptxas runner, a way to
-compile at a chosen vector width, and `fake_gpu`: the stand-in driver for one test."""
+compile at a chosen vector width, `fake_gpu`: the stand-in driver for one test, and `mode`:
+a test run with the loops and conditionals left to the flags symbolic, then evaluated."""
 
 import contextlib
 import functools
@@ -17,6 +18,7 @@ import cuda_standin
 import pytest
 import suite_backend
 
+import pbc
 from pbc.backend import cuda_jit
 
 VECTOR_WIDTHS = (4, 8, 16, 32)          # up to pbc._runtime.MAX_LANES (buffer padding)
@@ -201,3 +203,13 @@ def ptx_functions_checked():
                     if op.startswith('setp') and '|' in rest:
                         written.add(regs[1])
     return check
+
+
+@pytest.fixture(params=('symbolic', 'evaluated'))
+def mode(request):
+    """The test runs twice: loops and conditionals (left to the flags) symbolic, then
+    evaluated."""
+    sym = request.param == 'symbolic'
+    with pbc.scoped_set_flag(pbc.JitFlag.SymbolicLoops, sym), \
+            pbc.scoped_set_flag(pbc.JitFlag.SymbolicConditionals, sym):
+        yield request.param

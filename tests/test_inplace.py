@@ -11,16 +11,6 @@ from suite_backend import PCG32, Array3f, Array3u, Float, Float64, Matrix3f, Ptr
 
 import pbc
 
-MODES = ('symbolic', 'evaluated')
-
-
-@pytest.fixture(params=MODES)
-def mode(request):
-    sym = request.param == 'symbolic'
-    with pbc.scoped_set_flag(pbc.JitFlag.SymbolicLoops, sym), \
-            pbc.scoped_set_flag(pbc.JitFlag.SymbolicConditionals, sym):
-        yield request.param
-
 
 @pbc.syntax
 def _collatz(n):

@@ -8,16 +8,6 @@ from suite_backend import Array3f, Float, UInt32
 import pbc
 from pbc.errors import StateError
 
-MODES = ('symbolic', 'evaluated')
-
-
-@pytest.fixture(params=MODES)
-def mode(request):
-    sym = request.param == 'symbolic'
-    with pbc.scoped_set_flag(pbc.JitFlag.SymbolicLoops, sym), \
-            pbc.scoped_set_flag(pbc.JitFlag.SymbolicConditionals, sym):
-        yield request.param
-
 
 def test_state_changed_in_place_and_through_an_alias(mode):
     i, x, v = UInt32(0, 1, 2), Float(1, 2, 3), Array3f(1, 2, 3)
