@@ -176,6 +176,7 @@ from .traits import (
                        uint_array_t,
                        value_t,
 )
+from .vector import det, inverse, trace
 
 VarState = _runtime.VarState
 thread_count = _runtime.thread_count

@@ -13,7 +13,7 @@ from . import _runtime
 from ._runtime import ArrayBase, op_binary, op_cast, op_fma, op_select, op_unary
 from .ad import function as ad_function
 from .tensor import Tensor
-from .vector import Matrix, StaticArray, static_shape, vector_type
+from .vector import Matrix, StaticArray, inverse, static_shape, vector_type
 
 pi = _pymath.pi
 inf = float('inf')
@@ -341,6 +341,9 @@ sqrt = componentwise(sqrt, floating=True)     # sqrt(2) is a Python float, as in
 
 
 def rcp(x):
+    """1 / x; for a matrix, its inverse (as Dr.Jit's rcp)."""
+    if isinstance(x, Matrix):
+        return inverse(x)
     return 1.0 / x
 
 

@@ -443,6 +443,60 @@ def transpose(m):
     return type(m)._from([m.Row(*[m._rows[j][i] for j in range(n)]) for i in range(n)])
 
 
+def det(m):
+    """The determinant of a square matrix (Matrix2f ... Matrix4f), per lane."""
+    return _det(_entries(m))
+
+
+def trace(m):
+    """The sum of a square matrix's diagonal, per lane."""
+    a = _entries(m)
+    return _sum(a[i][i] for i in range(len(a)))
+
+
+def inverse(m):
+    """The inverse of a square matrix, per lane: its adjugate over its determinant (no
+    branch, so every lane computes the same code; a singular matrix gives inf or NaN, as
+    Dr.Jit's). Dr.Jit's `rcp` of a matrix is this too."""
+    a = _entries(m)
+    n = len(a)
+    cofactor = [[_signed(_det(_minor(a, i, j)), i + j) for j in range(n)] for i in range(n)]
+    scale = 1.0 / _sum(a[0][j] * cofactor[0][j] for j in range(n))
+    return type(m)(*[cofactor[j][i] * scale for i in range(n) for j in range(n)])
+
+
+def _entries(m):
+    if not isinstance(m, Matrix):
+        raise TypeError(f'pbc: a matrix is needed (Matrix2f ... Matrix4f), not '
+                        f'{type(m).__name__}')
+    return [[m._rows[i][j] for j in range(m.Size)] for i in range(m.Size)]
+
+
+def _minor(a, i, j):
+    return [row[:j] + row[j + 1:] for k, row in enumerate(a) if k != i]
+
+
+def _det(a):
+    """Laplace expansion along the first row (sizes up to 4: at most 24 products)."""
+    if len(a) == 1:
+        return a[0][0]
+    if len(a) == 2:
+        return a[0][0] * a[1][1] - a[0][1] * a[1][0]
+    return _sum(_signed(a[0][j] * _det(_minor(a, 0, j)), j) for j in range(len(a)))
+
+
+def _signed(x, k):
+    return -x if k % 2 else x
+
+
+def _sum(terms):
+    terms = iter(terms)
+    total = next(terms)
+    for t in terms:
+        total = total + t
+    return total
+
+
 def make_vector_types(flat, module_name):
     """Array{2,3,4}{f,f64,i,u,b} and Matrix{2,3,4}f for one backend's flat classes."""
     suffix = {'f': 'Float32', 'f64': 'Float64', 'i': 'Int32', 'u': 'UInt32', 'b': 'Bool'}

@@ -416,3 +416,16 @@ def test_has_backend():
     assert not pbc.has_backend(pbc.JitBackend.Metal)
     with pytest.raises(ValueError, match="unknown backend 'vulkan'"):
         pbc.has_backend('vulkan')
+
+
+@pytest.mark.parametrize('n', [2, 3, 4])
+def test_inverse_and_determinant_of_matrices(n):
+    # (Dr.Jit's rcp of a matrix is its inverse, not 1 / each entry)
+    M = getattr(suite_backend.module, f'Matrix{n}f')
+    a = np.random.default_rng(n).uniform(-1, 1, (2, n, n)) + 2 * np.eye(n)
+    m = M(*[Float(a[:, i, j]) for i in range(n) for j in range(n)])
+    for inv in (pbc.inverse(m), pbc.rcp(m)):
+        got = np.array([[inv[i][j].numpy() for j in range(n)] for i in range(n)])
+        assert np.allclose(np.moveaxis(got, -1, 0), np.linalg.inv(a), atol=1e-5)
+    assert np.allclose(pbc.det(m).numpy(), np.linalg.det(a), atol=1e-5)
+    assert np.allclose(pbc.trace(m).numpy(), np.trace(a, axis1=1, axis2=2), atol=1e-6)
