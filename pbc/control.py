@@ -184,11 +184,21 @@ def while_loop(state, cond, body, labels=(), label=None, mode=None, max_iteratio
             if ad_loop.tracked():
                 return _tracked_loop(state, cond, body, names, c, strict, max_iterations)
             return _symbolic_loop(state, cond, body, names, c, strict)
-        if compress:
-            return _compressed_loop(state, cond, body, names, c, strict)
-        return _evaluated_loop(state, cond, body, names, c, strict)
+        # (as a conditional: derivatives propagated backward inside the body stop at what
+        # came before the loop, and go on from there once, after it)
+        with _isolation():
+            if compress:
+                return _compressed_loop(state, cond, body, names, c, strict)
+            return _evaluated_loop(state, cond, body, names, c, strict)
     finally:
         _runtime.unstash_refs(stash)
+
+
+def _isolation():
+    """An isolation scope (isolate_grad) for a region of evaluated code, where derivatives
+    may flow: a traversal started inside it reaches what came before the region only when
+    the region ends, once for all of its branches or iterations."""
+    return isolate_grad() if _runtime.ad_live_count() else contextlib.nullcontext()
 
 
 def loop_width(arrays, what, names):
@@ -802,9 +812,8 @@ def if_stmt(args, cond, true_fn, false_fn, arg_labels=(), rv_labels=(), label=No
     # (derivatives propagated backward inside a branch stop at what came before the
     # conditional and go on from there after it, once: both branches' gradients, each on
     # its lanes, and no branch's traversal clears the edges the other's needs)
-    isolation = isolate_grad() if _runtime.ad_live_count() else contextlib.nullcontext()
     try:
-        with isolation:
+        with _isolation():
             for mask, fn, role in ((cond, true_fn, 'true_fn'), (~cond, false_fn, 'false_fn')):
                 # Each branch gets a working copy: its in-place changes do not leak into the other.
                 work = working_copy(args)

@@ -827,3 +827,21 @@ def test_backward_from_inside_branches_reaches_what_came_before_on_their_lanes(m
     # conditional: the first traversal must not clear the edge the second needs)
     g = pbc.grad(_backward_inside_branches(which, mode)).numpy().tolist()
     assert g == [4 * (which & 1)] * 2 + [6 * (which >> 1)] * 3
+
+
+@pytest.mark.parametrize('mode', ['symbolic', 'evaluated'])
+def test_backward_inside_each_iteration_reaches_what_came_before_once(mode):
+    # (each iteration's traversal stops at y, made before the loop; y's gradient, both
+    # iterations', goes on to x after the loop, through an edge the first would have
+    # cleared)
+    x = pbc.opaque(Float, 0, 3)
+    pbc.enable_grad(x)
+    y = pbc.gather(Float, x, UInt32(2, 1, 0))
+
+    def body(i):
+        with pbc.resume_grad():
+            pbc.backward(2 * pbc.gather(Float, y, UInt32(0, 1, 2)))
+        return (i + 1,)
+
+    pbc.while_loop((pbc.zeros(UInt32, 3),), lambda i: i < 2, body, mode=mode)
+    assert pbc.grad(x).numpy().tolist() == [4, 4, 4]
