@@ -11,7 +11,8 @@ Int64 ('int64'), exact with wrap-around and C's division; Float ('float32'), exa
 operation rounds to float32;
 Float64 ('float'), smooth, for derivatives. Its places: scalars `a b` (arguments) and
 `s t y z` (locals), a 3-vector `v`, a list `lst` of two scalars, a dict `d` of one
-(`d['p']`), an object `o` with fields `o.p o.q` (a DRJIT_STRUCT); besides them a Bool `m`,
+(`d['p']`), an object `o` with fields `o.p o.q` (a DRJIT_STRUCT, or in half the programs
+a dataclass); besides them a Bool `m`,
 the read-only lane index `k` (UInt32) and an array `acc` (one entry per lane) that lanes
 scatter-add into. Its statements are what users write, not only expressions:
 
@@ -80,6 +81,7 @@ import dataclasses
 import functools
 import math
 import random
+import zlib
 
 import numpy as np
 
@@ -1371,19 +1373,23 @@ def run_lanes(source, values, kind):
     return [lane + [acc[i].v] for i, lane in enumerate(out)]
 
 
-def pbc_struct(T):
+def pbc_struct(T, dataclass=False):
+    """The class of the argument o: a DRJIT_STRUCT, or a dataclass (pbc follows both)."""
+    if dataclass:
+        return dataclasses.make_dataclass('Obj', [('p', T), ('q', T)])
     return type('Obj', (), dict(DRJIT_STRUCT={'p': T, 'q': T}, __init__=_struct_init))
 
 
-def pbc_arguments(values, backend, kind, a=None):
+def pbc_arguments(values, backend, kind, a=None, dataclass=False):
     """The program's arguments as arrays of `backend` (a module of array types), with `a`
-    for the first where given."""
+    for the first where given (o a dataclass's instance, with `dataclass`)."""
     T = getattr(backend, KINDS[kind].T)
     x = [T(row) for row in values]
     x[0] = x[0] if a is None else a
     v = getattr(backend, KINDS[kind].vector)(*x[2:5])
     k = backend.UInt32(list(range(len(values[0]))))
-    return (x[0], x[1], v, [x[5], x[6]], {'p': x[7]}, pbc_struct(T)(x[8], x[9]), k, x[10])
+    return (x[0], x[1], v, [x[5], x[6]], {'p': x[7]}, pbc_struct(T, dataclass)(x[8], x[9]), k,
+            x[10])
 
 
 def pbc_outputs(result, args):
@@ -1395,7 +1401,7 @@ def pbc_outputs(result, args):
 
 def run_pbc(fn, values, backend, kind):
     """fn (the program under @pbc.syntax) on arrays of `backend`; per lane, as run_lanes."""
-    args = pbc_arguments(values, backend, kind)
+    args = pbc_arguments(values, backend, kind, dataclass=fn.dataclass)
     lanes = len(values[0])
     columns = [list(p.numpy()) if hasattr(p, 'numpy') else [p] * lanes
                for p in pbc_outputs(fn(*args), args)]
@@ -1404,7 +1410,8 @@ def run_pbc(fn, values, backend, kind):
 
 def compile_program(source, path, kind, backend):
     """The program under @pbc.syntax, over the array types of `backend` (a module), as a
-    function of a file (for @pbc.syntax to read its source)."""
+    function of a file (for @pbc.syntax to read its source); `fn.dataclass`: whether its
+    argument o is a dataclass's instance (for half the programs) or a DRJIT_STRUCT's."""
     with open(path, 'w') as f:
         f.write(source)
     ns = dict(UInt32=backend.UInt32, Int32=backend.Int32, Float=backend.Float,
@@ -1413,7 +1420,9 @@ def compile_program(source, path, kind, backend):
               Ptr=backend.Ptr, Matrix3f=backend.Matrix3f,
               **{t: getattr(backend, t) for t in TENSORS.values()})
     exec(compile(source, path, 'exec'), ns)
-    return pbc.syntax(ns['f'])
+    fn = pbc.syntax(ns['f'])
+    fn.dataclass = zlib.crc32(source.encode()) % 2 == 1
+    return fn
 
 
 def mismatch(want, got, kind):

@@ -124,7 +124,7 @@ WEIGHTS = np.random.default_rng(5).uniform(0.5, 1.5, 64)
 def _outputs(fn, a, values):
     """The program's outputs (result, then the arguments afterwards) on `a` for argument a."""
     Float64 = suite_backend.Float64
-    args = programs.pbc_arguments(values, suite_backend.module, 'float', a)
+    args = programs.pbc_arguments(values, suite_backend.module, 'float', a, fn.dataclass)
     return [p if isinstance(p, Float64) else Float64(p)
             for p in programs.pbc_outputs(fn(*args), args)]
 
