@@ -12,7 +12,8 @@ operation rounds to float32; Float64 ('float'), smooth, for derivatives. Its pla
 scalars `a b` (arguments) and `s t y z` (locals), a 3-vector `v`, a list `lst` of two
 scalars, a dict `d` of one (`d['p']`), an object `o` with fields `o.p o.q` (a DRJIT_STRUCT,
 or in half the programs a dataclass); besides them a Bool `m`, the read-only lane index
-`k` (UInt32) and an array `acc` (one entry per lane) that lanes scatter-add into. Its statements are what users write, not only expressions:
+`k` (UInt32) and an array `acc` (one entry per lane) that lanes scatter-add into. Its
+statements are what users write, not only expressions:
 
 * `place = e` and `place op= e` for every operator, where a place is a scalar name, a
   vector component (`v.x`, `v[2]`), a list or dict entry or a field; `v op= e` on the
