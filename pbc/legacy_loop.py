@@ -61,7 +61,7 @@ class Loop:
         self._funcs.append(state)
 
     def state(self):
-        return tuple(f() for f in self._funcs)
+        return _state(self._funcs)
 
     def set_max_iterations(self, n):
         self.max_iterations = int(n)
@@ -134,7 +134,7 @@ class _Run:
         return list(region.changed.values())
 
     def state(self):
-        return tuple(f() for f in self.funcs)
+        return _state(self.funcs)
 
     def state_now(self):
         """The state's arrays as the body leaves them; raises (ending the loop) if the body
@@ -276,6 +276,11 @@ class _Evaluated(_Run):
         """Gives back the iteration's mask, if one runs (abort)."""
         if self.region is not None:
             _runtime.mask_pop()
+
+
+def _state(funcs):
+    """The loop state: what the state lambdas give now."""
+    return tuple(f() for f in funcs)
 
 
 def _describe(changed):

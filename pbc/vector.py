@@ -5,6 +5,7 @@ flat arrays and Python scalars broadcast across components. Matrices are row-maj
 of row vectors; `@` (and `*` between two matrices, as in Dr.Jit) is the matrix product.
 """
 
+import functools
 import operator
 
 import numpy as np
@@ -144,26 +145,15 @@ class StaticArray(VectorBase):
         return self._items[i]
 
     def __setitem__(self, i, value):
-        items = list(self._items)
         if _is_mask(i):
             # v[mask] = w: each component changes in place where the mask holds (`vy = v.y`
-            # sees it, as it sees `v += 1`); one that occurs twice is replaced instead
-            seen = set()
-            for k, (c, w, m) in enumerate(zip(items, _components(value, self.Size),
-                                              _components(i, self.Size))):
-                if id(c) in seen:
-                    items[k] = op_select(m, w, c) if isinstance(c, ArrayBase) else type(c)(c)
-                    if not isinstance(c, ArrayBase):
-                        items[k][m] = w
-                elif isinstance(c, ArrayBase):
-                    c._assign(op_select(m, w, c))
-                else:
-                    c[m] = w
-                seen.add(id(items[k]))
-        elif items[i] is value:               # v.x += 1 wrote into the component itself
+            # sees it, as it sees `v += 1`)
+            assign(self, _where(i, value, self))
             return
-        else:
-            items[i] = self.Value(value)
+        if self._items[i] is value:           # v.x += 1 wrote into the component itself
+            return
+        items = list(self._items)
+        items[i] = self.Value(value)
         _set_items(self, tuple(items))
 
     def _pbc_assign(self, children):
@@ -264,6 +254,14 @@ def _operators(cls, binary):
 
 
 _operators(StaticArray, _BINARY)
+
+
+def _where(mask, t, f):
+    """A new vector (of f's type) of t where mask holds, f elsewhere, per component."""
+    if isinstance(f, ArrayBase):
+        return op_select(mask, t, f)
+    return f._from([_where(m, a, b) for m, a, b in zip(_components(mask, f.Size),
+                                                       _components(t, f.Size), f._items)])
 
 
 def assign(dst, src):
@@ -451,7 +449,7 @@ def det(m):
 def trace(m):
     """The sum of a square matrix's diagonal, per lane."""
     a = _entries(m)
-    return _sum(a[i][i] for i in range(len(a)))
+    return functools.reduce(operator.add, (a[i][i] for i in range(len(a))))
 
 
 def inverse(m):
@@ -461,7 +459,7 @@ def inverse(m):
     a = _entries(m)
     n = len(a)
     cofactor = [[_signed(_det(_minor(a, i, j)), i + j) for j in range(n)] for i in range(n)]
-    scale = 1.0 / _sum(a[0][j] * cofactor[0][j] for j in range(n))
+    scale = 1.0 / functools.reduce(operator.add, (a[0][j] * cofactor[0][j] for j in range(n)))
     return type(m)(*[cofactor[j][i] * scale for i in range(n) for j in range(n)])
 
 
@@ -482,19 +480,13 @@ def _det(a):
         return a[0][0]
     if len(a) == 2:
         return a[0][0] * a[1][1] - a[0][1] * a[1][0]
-    return _sum(_signed(a[0][j] * _det(_minor(a, 0, j)), j) for j in range(len(a)))
+    return functools.reduce(operator.add,
+                            (_signed(a[0][j] * _det(_minor(a, 0, j)), j) for j in range(len(a))))
 
 
 def _signed(x, k):
     return -x if k % 2 else x
 
-
-def _sum(terms):
-    terms = iter(terms)
-    total = next(terms)
-    for t in terms:
-        total = total + t
-    return total
 
 
 def make_vector_types(flat, module_name):
