@@ -400,6 +400,8 @@ class Matrix:
     def __pos__(self): return self._map1(operator.pos)
     def __abs__(self): return self._map1(abs)
     def __imul__(self, o): return self._inplace(self * o)
+    # (m @= n changes m; m @= v, a vector, binds m to the product)
+    def __imatmul__(self, o): return self._inplace(self @ o)
 
     __hash__ = _identity_hash
 
@@ -490,7 +492,7 @@ def _signed(x, k):
 
 
 def make_vector_types(flat, module_name):
-    """Array{2,3,4}{f,f64,i,u,b} and Matrix{2,3,4}f for one backend's flat classes."""
+    """Array{2,3,4}{f,f64,i,u,b} and Matrix{2,3,4}{f,f64} for one backend's flat classes."""
     suffix = {'f': 'Float32', 'f64': 'Float64', 'i': 'Int32', 'u': 'UInt32', 'b': 'Bool'}
     types = {}
     for n in (2, 3, 4):
@@ -514,8 +516,9 @@ def make_vector_types(flat, module_name):
             'Size': n, 'Value': inner, '__slots__': (), '__module__': module_name,
             '__qualname__': name})
     for n in (2, 3, 4):
-        name = f'Matrix{n}f'
-        types[name] = type(name, (Matrix,), {'Size': n, 'Row': types[f'Array{n}f'],
-                                             '__slots__': (), '__module__': module_name,
-                                             '__qualname__': name})
+        for s in ('f', 'f64'):
+            name = f'Matrix{n}{s}'
+            types[name] = type(name, (Matrix,), {'Size': n, 'Row': types[f'Array{n}{s}'],
+                                                 '__slots__': (), '__module__': module_name,
+                                                 '__qualname__': name})
     return types

@@ -33,10 +33,11 @@ statements are what users write, not only expressions:
 * early `return` from the function's top-level conditionals;
 * calls (`pbc.switch`) whose targets change an argument in place: over CALLS, and in
   half the programs over three targets of their own (`Target`: statements, conditionals,
-  loops and calls over CALLS, on the arguments, a local and the entries of a list `c`
-  they store into, the program's `u`), which they also call as plain functions, on any
-  places (one object twice, too); an index of 3 calls nothing (a result assigned from it
-  is zero there);
+  loops and calls over CALLS and over the targets before them, symbolic or plain (g2
+  calls g1 and g0, g1 calls g0: calls nest four deep), on the arguments, a local and the
+  entries of a list `c` they store into, the program's `u`), which they also call as
+  plain functions, on any places (one object twice, too); an index past the targets
+  calls nothing (a result assigned from it is zero there);
 * in half of the programs with targets, classes B0, B1(B0), B2(B0) whose method `g` is
   one of the targets plus a field of the instance, called through a pointer array
   `p.g(...)` or `pbc.dispatch(p, call_g, ...)` (each lane its instance's, or none: null)
@@ -50,8 +51,9 @@ statements are what users write, not only expressions:
 * in a third, local memory `loc = pbc.alloc_local(T, 2, ...)` (two entries per lane):
   stores at per-lane positions, entries changed through a read and a store
   (`loc[i] op= e`), reads in expressions;
-* in two fifths of the Float programs, a matrix `mx` (Matrix3f) whose entries
-  `mx[0][1] mx[1][2] mx[2][0]` are places, as a vector's components;
+* in two fifths of the float programs, a matrix `mx` (Matrix3f, Matrix3f64) whose entries
+  `mx[0][1] mx[1][2] mx[2][0]` are places, as a vector's components, and which `mx @=
+  Matrix3f(e)` changes in place;
 * in a third, a tensor `tn` of one entry per lane (TensorXu, TensorXi, TensorXf or
   TensorXf64): changed in place (`tn op= e`) or bound to a new tensor, its entries read
   (`tn.array`), in every region;
@@ -94,7 +96,7 @@ SCALARS = ('a', 'b', 's', 't', 'y', 'z')
 COMPONENTS = ('v.x', 'v.y', 'v[2]')
 ENTRIES = ('lst[0]', 'lst[1]', "d['p']", 'o.p', 'o.q')
 PLACES = SCALARS + COMPONENTS + ENTRIES
-MATRIX = ('mx[0][1]', 'mx[1][2]', 'mx[2][0]')    # (entries of a Matrix3f: components)
+MATRIX = ('mx[0][1]', 'mx[1][2]', 'mx[2][0]')    # (entries of a matrix: components)
 CELL = ('c[0]', 'c[1]')       # a target's container argument: the program's `u`, only
 LANES = 9
 MAX_ITERATIONS = 8            # loops run at most 4 times per level (2 levels)
@@ -331,10 +333,24 @@ class LaneMatrix:
     component of it)."""
 
     def __init__(self, Vector, entries):
+        if len(entries) == 1:           # (a scalar times the identity, as pbc's)
+            entries = [entries[0] if i % 4 == 0 else 0.0 for i in range(9)]
         self.rows = [Vector(*entries[3 * i:3 * i + 3]) for i in range(3)]
 
     def __getitem__(self, i):
         return self.rows[i]
+
+    def __imatmul__(self, o):
+        # (each entry object changes, to the product's entry computed from the entries
+        # before any changed; each sum in float64, of products exact there, rounded once:
+        # pbc's fma chain on a float32 matrix times a scalar's identity (`mx @= Matrix3f(e)`,
+        # the programs' only product) rounds just the one product that is not a zero)
+        new = [[sum(self.rows[i][k].v * o.rows[k][j].v for k in range(3)) for j in range(3)]
+               for i in range(3)]
+        for row, values in zip(self.rows, new):
+            for entry, x in zip(row.c, values):
+                entry.v = type(entry)(x).v
+        return self
 
 
 class LanePCG32:
@@ -652,10 +668,13 @@ class Program:
         self.T = self.K.T
         emit = self.lines.append
         if calls and self.rng.random() < 0.5:
-            self.targets = [Target(self.rng, kind, aliases, modes, f'g{i}', size, self.pcg)
-                            for i in range(3)]
-            for g in self.targets:
-                self.lines += g.lines
+            # (each target may call those defined before it: calls nest four deep, the
+            # program's into g2, g2's into g1, g1's into g0, g0's into CALLS)
+            self.targets = []
+            for i in range(3):
+                self.targets.append(Target(self.rng, kind, aliases, modes, f'g{i}', size,
+                                           self.pcg, inner=tuple(self.targets)))
+                self.lines += self.targets[-1].lines
         # (half of those also as methods of classes, called through a pointer array `p`)
         self.ptr = bool(self.targets) and self.rng.random() < 0.5
         if self.ptr:
@@ -696,11 +715,11 @@ class Program:
         self.local = self.rng.random() < 0.3
         if self.local:
             self.emit(1, f'loc = pbc.alloc_local({self.T}, 2, {self.T}({self.literal()}) + b)')
-        # (a matrix `mx` in float32 programs, its entries places as a vector's components)
-        self.matrix = kind == 'float32' and self.rng.random() < 0.4
+        # (a matrix `mx` in float programs, its entries places as a vector's components)
+        self.matrix = not self.K.integer and self.rng.random() < 0.4
         if self.matrix:
             entries = ', '.join(f'({self.expr()} + 0.0)' for _ in range(9))
-            self.emit(1, f'mx = Matrix3f({entries})')
+            self.emit(1, f'mx = Matrix3f{"64" * (self.T == "Float64")}({entries})')
             self.places = self.places + MATRIX
             self.group.update({p: p for p in MATRIX})
         self.nested = aliases and self.rng.random() < 0.4
@@ -913,6 +932,8 @@ class Program:
             return self.index_statement(indent)
         if self.rng.random() < 0.04:
             return self.masked(indent)
+        if self.matrix and self.rng.random() < 0.04:
+            return self.matrix_product(indent)
         if self.targets and self.rng.random() < 0.03:
             return self.call(indent)
         if getattr(self, 'ptr', False) and self.rng.random() < 0.02:
@@ -1045,6 +1066,11 @@ class Program:
             self.emit(indent, f'{at} = {self.expr()}')
         else:
             self.augmented(indent, at)
+
+    def matrix_product(self, indent):
+        """`mx @= M(e)`: the matrix times a scalar's identity matrix, in place (its entry
+        objects change, as for `v op= e`)."""
+        self.emit(indent, f'mx @= Matrix3f{"64" * (self.T == "Float64")}({self.expr()} * 0.5)')
 
     def operation(self):
         """(op, e) of an augmented assignment `place op= e`."""
@@ -1228,6 +1254,8 @@ class Program:
             self.index_statement(indent, in_place=True)
         elif r < 0.17:
             self.masked(indent)
+        elif self.matrix and r < 0.2:
+            self.matrix_product(indent)
         elif r < 0.4:
             self.augmented(indent)
         elif r < 0.45 and self.whole:
@@ -1261,8 +1289,9 @@ class Target(Program):
     those of the call) and calls over CALLS; it returns a new object. Its regions are never
     evaluated by request: a symbolic call records it."""
 
-    def __init__(self, rng, kind, aliases, modes, name, size, pcg):
+    def __init__(self, rng, kind, aliases, modes, name, size, pcg, inner=()):
         self.rng, self.kind, self.aliases, self.name, self.pcg = rng, kind, aliases, name, pcg
+        self.inner = inner
         self.lines, self.loops, self.counters = [], 0, []
         self.places, self.whole, self.targets, self.deep = ('x', 'y', 'w') + CELL, (), None, 1
         self.modes, self.symbolic, self.has_m = modes, True, False
@@ -1285,6 +1314,27 @@ class Target(Program):
 
     def state_names(self):
         return ('x', 'y', 'w', 'c') + ('rng',) * self.pcg
+
+    def call(self, indent):
+        """As Program.call (over CALLS), or a call of the targets defined before this one
+        (`inner`): through pbc.switch (an index past them calls nothing) or plain, on two of
+        x, y, w (maybe one object) and c; its result assigned to a place, or not. (Never
+        c's entries as arguments: the callee may store into c, after which, on the lanes
+        that do not call it, plain Python keeps the entry's object and pbc a new one.)"""
+        if not self.inner or self.rng.random() < 0.5:
+            return super().call(indent)
+        p, q = self.rng.sample(('x', 'y', 'w'), 2)
+        if self.rng.random() < 0.1:
+            p = q
+        args = f'{p}, {q}, k, c' + (', rng' if self.pcg else '')
+        if self.rng.random() < 0.3:
+            call = f'{self.rng.choice(self.inner).name}({args})'
+        else:
+            names = ''.join(f'{g.name}, ' for g in self.inner)
+            call = f'pbc.switch({self.index()} % {len(self.inner) + 1}, ({names}), {args}' \
+                   f'{self.mode()[0]})'
+        self.emit(indent, (f'{self.rng.choice(self.places)} = ' if self.rng.random() < 0.5
+                           else '') + call)
 
     def alias(self, indent, a=None, b=None):
         """As Program.alias, never of c's entries: they stay objects of their own (what a
@@ -1356,7 +1406,8 @@ def run_lanes(source, values, kind):
               UInt64=LaneU64, Int64=LaneI64,
               fresh=fresh, CALLS=CALLS[kind], Ptr=_LanePtr, TensorXu=LaneU32,
               TensorXi=LaneI32, TensorXf=LaneF32, TensorXf64=LaneF64,
-              Matrix3f=lambda *e: LaneMatrix(Vector, e))
+              Matrix3f=lambda *e: LaneMatrix(Vector, e),
+              Matrix3f64=lambda *e: LaneMatrix(Vector, e))
     exec(_lane_code(source), ns)
     acc = [Scalar(x) for x in values[10]]
     out = []
@@ -1416,7 +1467,7 @@ def compile_program(source, path, kind, backend):
     ns = dict(UInt32=backend.UInt32, Int32=backend.Int32, Float=backend.Float,
               Float64=backend.Float64, PCG32=backend.PCG32, pbc=pbc, CALLS=CALLS[kind],
               UInt64=backend.UInt64, Int64=backend.Int64,
-              Ptr=backend.Ptr, Matrix3f=backend.Matrix3f,
+              Ptr=backend.Ptr, Matrix3f=backend.Matrix3f, Matrix3f64=backend.Matrix3f64,
               **{t: getattr(backend, t) for t in TENSORS.values()})
     exec(compile(source, path, 'exec'), ns)
     fn = pbc.syntax(ns['f'])

@@ -418,14 +418,18 @@ def test_has_backend():
         pbc.has_backend('vulkan')
 
 
+@pytest.mark.parametrize('suffix', ['f', 'f64'])
 @pytest.mark.parametrize('n', [2, 3, 4])
-def test_inverse_and_determinant_of_matrices(n):
+def test_inverse_and_determinant_of_matrices(n, suffix):
     # (Dr.Jit's rcp of a matrix is its inverse, not 1 / each entry)
-    M = getattr(suite_backend.module, f'Matrix{n}f')
+    M = getattr(suite_backend.module, f'Matrix{n}{suffix}')
     a = np.random.default_rng(n).uniform(-1, 1, (2, n, n)) + 2 * np.eye(n)
-    m = M(*[Float(a[:, i, j]) for i in range(n) for j in range(n)])
+    m = M(*[M.Row.Value(a[:, i, j]) for i in range(n) for j in range(n)])
+    tol = 1e-5 if suffix == 'f' else 1e-12
     for inv in (pbc.inverse(m), pbc.rcp(m)):
+        assert type(inv) is M
         got = np.array([[inv[i][j].numpy() for j in range(n)] for i in range(n)])
-        assert np.allclose(np.moveaxis(got, -1, 0), np.linalg.inv(a), atol=1e-5)
-    assert np.allclose(pbc.det(m).numpy(), np.linalg.det(a), atol=1e-5)
-    assert np.allclose(pbc.trace(m).numpy(), np.trace(a, axis1=1, axis2=2), atol=1e-6)
+        assert np.allclose(np.moveaxis(got, -1, 0), np.linalg.inv(a), atol=tol)
+    assert np.allclose(pbc.det(m).numpy(), np.linalg.det(a), atol=tol)
+    assert np.allclose(pbc.trace(m).numpy(), np.trace(a, axis1=1, axis2=2), atol=tol)
+    assert np.allclose((m @ pbc.inverse(m)).numpy(), np.eye(n)[..., None], atol=tol)

@@ -7,7 +7,18 @@ import types
 
 import numpy as np
 import pytest
-from suite_backend import PCG32, Array3f, Array3u, Float, Float64, Matrix3f, Ptr, TensorXf, UInt32
+from suite_backend import (
+    PCG32,
+    Array3f,
+    Array3u,
+    Float,
+    Float64,
+    Matrix3f,
+    Matrix3f64,
+    Ptr,
+    TensorXf,
+    UInt32,
+)
 
 import pbc
 
@@ -826,8 +837,28 @@ def test_entries_of_a_matrix_change_in_place(mode):
 
 
 @pbc.syntax
-def _scaled_matrix(x, k):
-    m = Matrix3f(1, 2, 3, 4, 5, 6, 7, 8, 9)
+def _matrix_products(m, k):
+    i = UInt32(0)
+    while i < k:
+        i += 1
+        if (i & 1) == 1:
+            m @= Matrix3f(2.0)          # (m changes: in place, as in Dr.Jit)
+    return m
+
+
+def test_a_matrix_product_changes_the_matrix_in_place(mode):
+    m = Matrix3f(*[float(x) for x in range(9)])
+    alias, row = m, m[2]
+    assert _matrix_products(m, UInt32(0, 1, 2, 3)) is alias
+    np.testing.assert_array_equal(row.numpy()[2], [8, 16, 16, 32])
+    v = Array3f(1, 2, 3)
+    m @= v                              # (a vector: m is bound to the product instead)
+    assert type(m) is Array3f and type(alias) is Matrix3f
+
+
+@pbc.syntax
+def _scaled_matrix(x, k, M):
+    m = M(1, 2, 3, 4, 5, 6, 7, 8, 9)
     i = UInt32(0)
     while pbc.hint(i < k, max_iterations=4):
         i += 1
@@ -835,10 +866,11 @@ def _scaled_matrix(x, k):
     return m[1][2]
 
 
-def test_derivatives_through_a_matrix_entry_changed_in_place(mode):
+@pytest.mark.parametrize('M', [Matrix3f, Matrix3f64], ids=lambda M: M.__name__)
+def test_derivatives_through_a_matrix_entry_changed_in_place(mode, M):
     k = UInt32(1, 2, 3)
     x = np.array([2.0, 0.5, 1.5])
-    value, forward, reverse = _differentiated(lambda x_: _scaled_matrix(x_, k), x)
+    value, forward, reverse = _differentiated(lambda x_: _scaled_matrix(x_, k, M), x)
     n = np.array([1, 2, 3])
     np.testing.assert_allclose(value, 6 * x ** n, rtol=1e-6)
     np.testing.assert_allclose(forward, 6 * n * x ** (n - 1), rtol=1e-6)

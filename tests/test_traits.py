@@ -23,7 +23,6 @@ from suite_backend import (
     Int64,
     Matrix2f,
     Matrix3f,
-    Matrix4f,
     Ptr,
     TensorXb,
     TensorXf,
@@ -152,11 +151,8 @@ def test_vector(V):
         assert not pbc.is_matrix_v(x) and not pbc.is_tensor_v(x) and not pbc.is_special_v(x)
         assert [f(x) for f in RETYPE] == [vector_type(n, R) for R in RETYPED]
         assert pbc.replace_type_t(x, VarType.Float32) is vector_type(n, Float)
-        if vt is VarType.Float32:
-            assert pbc.matrix_t(x) is getattr(suite_backend, f'Matrix{n}f')
-        elif vt is VarType.Float64:         # Dr.Jit has Matrix3f64, pbc does not
-            with pytest.raises(TypeError, match=f'no Matrix{n}f64 type'):
-                pbc.matrix_t(x)
+        if vt in MATRIX_SUFFIX:
+            assert pbc.matrix_t(x) is getattr(suite_backend, f'Matrix{n}{MATRIX_SUFFIX[vt]}')
         else:                               # Dr.Jit has no integer or mask matrices either
             assert pbc.matrix_t(x) is None
         if tensor is not None:
@@ -168,33 +164,44 @@ def test_vector(V):
     assert pbc.replace_shape_t(T, (n, -1)) is V
 
 
-@pytest.mark.parametrize('M', [Matrix2f, Matrix3f, Matrix4f], ids=lambda M: M.__name__)
+MATRIX_SUFFIX = {VarType.Float32: 'f', VarType.Float64: 'f64'}
+MATRICES = [getattr(suite_backend, f'Matrix{n}{s}') for s in ('f', 'f64') for n in (2, 3, 4)]
+
+
+@pytest.mark.parametrize('M', MATRICES, ids=lambda M: M.__name__)
 def test_matrix(M):
-    n = M.Size
+    n, T = M.Size, M.Row.Value
+    vt, other = (VarType.Float32, 'f64') if T is Float else (VarType.Float64, 'f')
     for x in both(M):
-        common(x, VarType.Float32)
+        common(x, vt)
         assert pbc.size_v(x) == n and pbc.depth_v(x) == 3
-        assert pbc.value_t(x) is M.Row is vector_type(n, Float)
-        assert pbc.leaf_t(x) is Float and pbc.scalar_t(x) is float
+        assert pbc.value_t(x) is M.Row is vector_type(n, T)
+        assert pbc.leaf_t(x) is T and pbc.scalar_t(x) is float
         assert pbc.is_matrix_v(x) and pbc.is_special_v(x) and pbc.is_static_array_v(x)
         assert not pbc.is_vector_v(x) and not pbc.is_tensor_v(x)
         assert pbc.is_float_v(x) and pbc.is_signed_v(x) and not pbc.is_mask_v(x)
-        assert pbc.matrix_t(x) is pbc.expr_t(x) is pbc.float32_array_t(x) is M
-        assert pbc.tensor_t(x) is TensorXf and pbc.itemsize_v(x) == 4
-        # (comparisons of matrices give Array33b); Dr.Jit's other answers are nested
-        # arrays (Array33f) and Matrix3f64
+        assert pbc.matrix_t(x) is pbc.expr_t(x) is M
+        assert pbc.tensor_t(x) is pbc.tensor_t(T)
+        assert pbc.itemsize_v(x) == pbc.itemsize_v(T)
+        # (the other precision's matrix, as Dr.Jit's float32_array_t / float64_array_t)
+        assert pbc.float32_array_t(x) is getattr(suite_backend, f'Matrix{n}f')
+        assert pbc.float64_array_t(x) is getattr(suite_backend, f'Matrix{n}f64')
+        assert pbc.replace_type_t(x, VarType.Float32 if other == 'f' else VarType.Float64) \
+            is getattr(suite_backend, f'Matrix{n}{other}')
+        # (comparisons of matrices give Array33b); Dr.Jit's other answer is nested arrays
+        # (Array33f)
         mask = getattr(suite_backend, f'Array{n}{n}b')
         assert pbc.mask_t(x) is mask and type(pbc.identity(M) == pbc.identity(M)) is mask
         assert pbc.value_t(mask) is vector_type(n, Bool) and pbc.depth_v(mask) == 3
         assert pbc.is_mask_v(mask) and pbc.size_v(mask) == n
-        with pytest.raises(TypeError, match=f'no Array{n}{n}f type'):
+        with pytest.raises(TypeError, match=f'no Array{n}{n}f'):
             pbc.array_t(x)
-        with pytest.raises(TypeError, match=f'no Matrix{n}f64 type'):
-            pbc.float64_array_t(x)
+        with pytest.raises(TypeError, match=f'no Matrix{n}i type'):
+            pbc.int32_array_t(x)
     assert pbc.shape(pbc.identity(M)) == pbc.identity(M).shape == (n, n, 1)
     assert pbc.shape(M()) == (n, n, 0)
-    assert pbc.replace_shape_t(Float, (n, n, -1), 'matrix') is M
-    assert pbc.replace_shape_t(vector_type(n, Float), (n, -1), 'matrix') is M
+    assert pbc.replace_shape_t(T, (n, n, -1), 'matrix') is M
+    assert pbc.replace_shape_t(vector_type(n, T), (n, -1), 'matrix') is M
 
 
 TENSORS = {TensorXf: Float32, TensorXf64: Float64, TensorXu: UInt32, TensorXi: Int32,
