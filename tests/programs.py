@@ -15,9 +15,9 @@ or in half the programs a dataclass); besides them a Bool `m`, the read-only lan
 `k` (UInt32) and an array `acc` (one entry per lane) that lanes scatter-add into. Its
 statements are what users write, not only expressions:
 
-* `place = e` and `place op= e` for every operator, where a place is a scalar name, a
-  vector component (`v.x`, `v[2]`), a list or dict entry or a field; `v op= e` on the
-  whole vector; masked stores `place[c] = e`, `place[c] op= e`, `v[c] = e` (in place, on
+* `place = e` and `place op= e` for every operator (`x **= 2` too), where a place is a
+  scalar name, a vector component (`v.x`, `v[2]`), a list or dict entry or a field; `v op=
+  e` on the whole vector; masked stores `place[c] = e`, `place[c] op= e`, `v[c] = e` (in place, on
   the lanes where c holds); `m = c`, `m &= c`, `m |= c`, `m ^= c` on the Bool;
 * expressions of the kind's operators, pbc.select, and pbc.minimum/maximum (exact kinds)
   or pbc.sin/cos (Float64);
@@ -159,6 +159,24 @@ class _Scalar:
             _make(_fn)
     del _name, _fn, _make
 
+    def _power(self, n):
+        # (pbc's x ** n for a Python int n >= 1: repeated squaring, each product rounded
+        # or wrapped as the type's)
+        result, base = None, self.v
+        while n:
+            if n & 1:
+                result = base if result is None else self._fit(result * base)
+            n >>= 1
+            if n:
+                base = self._fit(base * base)
+        return result
+
+    def __pow__(self, n):
+        return self._new(self._power(n))
+
+    def __ipow__(self, n):
+        return self._set(self._power(n))
+
     def __neg__(self):
         return self._new(-self.v)
 
@@ -251,7 +269,8 @@ class LaneF32(_Scalar):
 
     @staticmethod
     def _fit(v):
-        return float(np.float32(v))
+        with np.errstate(over='ignore'):        # (past float32's range: inf, as pbc's)
+            return float(np.float32(v))
 
 
 class LaneF64(_Scalar):
@@ -307,7 +326,7 @@ def lane_vector(Scalar):
             return self
 
     for _op in ('add', 'sub', 'mul', 'and', 'or', 'xor', 'floordiv', 'mod', 'truediv',
-                'lshift', 'rshift'):
+                'lshift', 'rshift', 'pow'):
         setattr(LaneVector3, f'__{_op}__',
                 (lambda op: lambda self, o: self._map(o, op))(f'__{_op}__'))
         setattr(LaneVector3, f'__i{_op}__',
@@ -1074,6 +1093,8 @@ class Program:
 
     def operation(self):
         """(op, e) of an augmented assignment `place op= e`."""
+        if self.rng.random() < 0.05:
+            return '**', self.rng.choice(('2', '3'))
         if self.K.integer:
             op = self.rng.choice(('+', '-', '*', '&', '|', '^', '//', '%', '<<', '>>'))
             e = self.expr()
