@@ -17,15 +17,18 @@ statements are what users write, not only expressions:
 
 * `place = e` and `place op= e` for every operator (`x **= 2` too), where a place is a
   scalar name, a vector component (`v.x`, `v[2]`), a list or dict entry or a field; `v op=
-  e` on the whole vector; masked stores `place[c] = e`, `place[c] op= e`, `v[c] = e` (in place, on
-  the lanes where c holds); `m = c`, `m &= c`, `m |= c`, `m ^= c` on the Bool;
-* expressions of the kind's operators, pbc.select, and pbc.minimum/maximum (exact kinds)
-  or pbc.sin/cos (Float64);
+  e` on the whole vector; masked stores `place[c] = e`, `place[c] op= e`, `v[c] = e` (in
+  place, on the lanes where c holds); `m = c`, `m &= c`, `m |= c`, `m ^= c` on the Bool;
+  several places at once: `p = q = e`, `p, q = e1, e2` and the swap `p, q = q, p`;
+* expressions of the kind's operators, pbc.select, conditional expressions `x if c else
+  y` (lane by lane), and pbc.minimum/maximum (exact kinds) or pbc.sin/cos (Float64);
 * aliases: `y = a`, `z = lst[0]`, `lst[1] = s`, `y = v.y` (a name bound to another's
   object: an in-place change through one is seen through the other);
 * `if`/`elif`/`else` on lane-varying conditions (of `m` too), nested;
 * bounded `while` loops (a counter stepped first in the body, so that `continue` is safe)
-  with `break` and `continue` under conditions, nested up to three deep;
+  with `break` and `continue` under conditions, nested up to three deep; a quarter of
+  them `for c in range(bound)` over a JIT bound (a JIT loop too); Python loops `for _ in
+  range(2)` around blocks (unrolled: each region in them recorded twice);
 * a tenth of the loops a `pbc.Loop` (Dr.Jit 0.x's loop object) whose state is every place,
   its body changing them in place only (nested loops and conditionals too) and its
   regions symbolic as the flags say (in Float64 programs, only where no region encloses
@@ -508,6 +511,28 @@ class _Hint:
         return LaneF64(math.cos(_in_range(_value(x))))
 
 
+class _LaneCtl:
+    """The helpers of pbc's first pass (pbc/frontend/lowering.py) that the oracle's program
+    calls: a range with a lane's value as a bound is a JIT loop, as in pbc."""
+
+    @staticmethod
+    def is_python_range(args):
+        return not any(isinstance(a, _Scalar) for a in args)
+
+    @staticmethod
+    def jit_range(args):
+        start, stop, step = (0, args[0], 1) if len(args) == 1 else (tuple(args) + (1,))[:3]
+        return type(stop)(start), stop, step
+
+    @staticmethod
+    def range_test(i, stop, step):
+        return i < stop if step > 0 else i > stop
+
+    @staticmethod
+    def python_cond(c, reason):
+        return c
+
+
 class OutOfRange(Exception):
     """A program that takes sin or cos of a value past TRIG_RANGE, where pbc's accuracy ends
     (pbc/math.py: the Cody-Waite reduction, accurate to 2^45, knows no quadrant past 2^52):
@@ -682,7 +707,7 @@ class Program:
         # evaluated, or none (the flags decide); inside symbolic code, not evaluated)
         self.modes, self.symbolic = modes, False
         self.in_place_only, self.jumps = False, True    # (see legacy_loop)
-        self.returned = False
+        self.returned = self.plain = False      # (plain: in h or r, code @pbc.syntax leaves)
         self.K = KINDS[kind]
         self.T = self.K.T
         emit = self.lines.append
@@ -757,7 +782,7 @@ class Program:
         statements that rebind its variables (`nonlocal s`), store into its containers'
         entries and fields, or change their objects in place, where the code of the loop
         or branch that calls it does not show it."""
-        lines, self.lines = self.lines, []
+        lines, self.lines, self.plain = self.lines, [], True
         for _ in range(self.rng.randint(1, 2)):
             if self.rng.random() < 0.5:
                 self.augmented(2)
@@ -765,7 +790,7 @@ class Program:
                 place, e = self.rng.choice(PLACES), self.expr()
                 self.emit(2, f'{place} = ' + (f'({e} + 0)' if self.K.integer else
                                               f'({e} + 0.0)' if e in PLACES else e))
-        body, self.lines = self.lines, lines
+        body, self.lines, self.plain = self.lines, lines, False
         names = sorted({line.split()[0] for line in body} & set(SCALARS))
         self.emit(1, 'def h():')
         if names:
@@ -783,7 +808,7 @@ class Program:
         free = [p for p in ('s', 't', 'y', 'z')
                 if all(self.find(q) != self.find(p) for q in PLACES if q != p)]
         bound = self.rng.sample(free, min(len(free), self.rng.randint(1, 2)))
-        lines, self.lines = self.lines, []
+        lines, self.lines, self.plain = self.lines, [], True
         places, self.places = self.places, SCALARS + ('x',)
         for _ in range(self.rng.randint(1, 3)):
             if self.rng.random() < 0.5 or not bound:
@@ -794,7 +819,7 @@ class Program:
                           (f'({e} + 0)' if self.K.integer else f'({e} + 0.0)'))
         e = self.expr()
         self.emit(2, 'return ' + (f'({e} + 0)' if self.K.integer else f'({e} + 0.0)'))
-        body, self.lines, self.places = self.lines, lines, places
+        body, self.lines, self.places, self.plain = self.lines, lines, places, False
         names = sorted({line.split()[0] for line in body} & set(SCALARS))
         self.emit(1, 'def r(x):')
         if names:
@@ -887,7 +912,11 @@ class Program:
         r = self.rng.random()
         if r < 0.1:
             return f'pbc.select({self.condition()}, {x}, {y})'
-        if r < 0.2 and self.K.exact:      # (not smooth: not in programs differentiated)
+        if r < 0.15 and not self.plain:
+            # (lane by lane; not in h and r, plain Python: @pbc.syntax rewrites the
+            # program's own code, as Dr.Jit's without recursive=True)
+            return f'({x} if {self.condition()} else {y})'
+        if r < 0.25 and self.K.exact:      # (not smooth: not in programs differentiated)
             return f'pbc.{self.rng.choice(("minimum", "maximum"))}({x}, {y})'
         if self.K.integer:
             op = self.rng.choice(('+', '-', '*', '&', '|', '^', '//', '%', '<<', '>>'))
@@ -963,6 +992,10 @@ class Program:
             return self.call_r(indent)
         if self.pcg and self.rng.random() < 0.05:
             return self.draw(indent)
+        if self.rng.random() < 0.04:
+            return self.multiple(indent)
+        if indent < 5 and self.rng.random() < 0.02:
+            return self.static_for(indent, size, loop_depth, top)
         r = self.rng.random()
         if r < 0.3:
             self.augmented(indent)
@@ -1124,6 +1157,45 @@ class Program:
             e = '(k + 0)'         # (c's entries stay objects of their own: Target.alias)
         self.emit(indent, f'{place} = {e}')
 
+    def multiple(self, indent):
+        """An assignment of several places at once: `p = q = e` (both bound to one new
+        object, where neither is a component, which stores a copy), `p, q = e1, e2`, or the
+        swap `p, q = q, p` (each bound to the other's object, where alias() would bind
+        either)."""
+        p, q = self.rng.sample(self.places, 2)
+        r = self.rng.random()
+        shared = not {p, q} & set(COMPONENTS + MATRIX)
+        if r < 0.4 and not (shared and not self.may_alias(1, p, q)):
+            self.emit(indent, f'{p} = {q} = {self.new_object(self.expr())}')
+            if shared:
+                self.join(p, q)
+        elif r < 0.7 or not self.aliases or not self.may_alias(indent, p, q):
+            self.emit(indent, f'{p}, {q} = {self.new_object(self.expr())}, '
+                              f'{self.new_object(self.expr())}')
+        else:
+            self.emit(indent, f'{p}, {q} = {q}, {p}')
+            self.join(p, q)
+
+    def new_object(self, e):
+        """e, or where e names an object (a place, k) an expression of its value."""
+        if e not in self.places and e != 'k':
+            return e
+        return f'({e} + 0)' if self.K.integer else f'({e} + 0.0)'
+
+    def may_alias(self, indent, a, b):
+        """Whether alias() would bind a to b's object and b to a's (a swap)."""
+        if a == b or (indent > 1 and self.find(a) == self.find(b)):
+            return False
+        return not ({a, b} & (set(getattr(self, 'r_names', None) or ()) | set(CELL)))
+
+    def static_for(self, indent, size, loop_depth, top):
+        """`for _ in range(2):` (a Python loop: its body runs twice, each region in it
+        recorded twice), its block without a `break` or `continue` of its own."""
+        self.emit(indent, 'for _ in range(2):')
+        jumps, self.jumps = self.jumps, False
+        self.block(indent + 1, max(1, size // 2), loop_depth, False)
+        self.jumps = jumps
+
     def alias(self, indent, a=None, b=None):
         """`a = b`: the place a bound to b's object. Inside a loop or branch, only where a
         cannot already be bound to it: binding a place to the object it had leaves it that
@@ -1203,9 +1275,16 @@ class Program:
                 ('mx',) * self.matrix + ('loc',) * self.local + ('j',) * self.j + \
                 tuple(self.counters[:-1])
             mode += f", compress=True, include=[{', '.join(read)}]"
-        self.emit(indent, f'while pbc.hint({c} < {bound}, max_iterations={MAX_ITERATIONS}'
-                          f'{mode}):')
-        self.emit(indent + 1, f'{c} += 1')
+        if self.rng.random() < 0.25 and 'compress' not in mode:
+            # (a for loop over a JIT range: a JIT loop, its counter the loop variable,
+            # bound anew each iteration: 0, 1, ... where a while loop's counts from 1)
+            bound = 'UInt32(3)' if bound == '3' else bound
+            self.emit(indent, f'for {c} in pbc.hint(range({bound}), '
+                              f'max_iterations={MAX_ITERATIONS}{mode}):')
+        else:
+            self.emit(indent, f'while pbc.hint({c} < {bound}, '
+                              f'max_iterations={MAX_ITERATIONS}{mode}):')
+            self.emit(indent + 1, f'{c} += 1')
         jumps, self.jumps = self.jumps, True
         self.region(indent + 1, max(1, size // 2), loop_depth + 1, False, symbolic)
         self.jumps = jumps
@@ -1317,7 +1396,7 @@ class Target(Program):
         self.places, self.whole, self.targets, self.deep = ('x', 'y', 'w') + CELL, (), None, 1
         self.modes, self.symbolic, self.has_m = modes, True, False
         self.in_place_only, self.jumps, self.tensor, self.matrix = False, True, False, False
-        self.returned = self.local = self.j = False
+        self.returned = self.local = self.j = self.plain = False
         self.K = KINDS[kind]
         self.T = self.K.T
         self.group = {p: p for p in self.places}
@@ -1426,6 +1505,7 @@ def run_lanes(source, values, kind):
     ns = dict(UInt32=LaneU32, Int32=LaneI32, Float=LaneF32, Float64=LaneF64, pbc=_Hint,
               UInt64=LaneU64, Int64=LaneI64,
               fresh=fresh, CALLS=CALLS[kind], Ptr=_LanePtr, TensorXu=LaneU32,
+              __pbc_ctl__=_LaneCtl,
               TensorXi=LaneI32, TensorXf=LaneF32, TensorXf64=LaneF64,
               Matrix3f=lambda *e: LaneMatrix(Vector, e),
               Matrix3f64=lambda *e: LaneMatrix(Vector, e))
