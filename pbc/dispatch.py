@@ -258,7 +258,8 @@ def _call(selector, targets, args, mode, what, mask=None):
         return _evaluated(keys, targets, args, flat, what)
     # (recorded again while its targets turn out to change more of the caller's than
     # their arguments in place: call_effects)
-    outside, stored, cells = [], set(), _loop_variables_read(targets)
+    cells, outside = _loop_variables_read(targets, flatten(args)[0])
+    stored = set()
     for _ in range(MAX_RECORDINGS):
         try:
             return _symbolic_call(selector, targets, args, what, outside, sorted(stored),
@@ -274,24 +275,34 @@ def _call(selector, targets, args, mode, what, mask=None):
     raise RuntimeError(f'pbc: {what}: what its targets change does not settle')
 
 
-def _loop_variables_read(targets):
-    """The cells of the targets' enclosing variables that hold arrays whose derivatives
-    are made in a symbolic loop body (or call target) being recorded, the innermost or
-    one around it (a variable of an outer loop, read by a call in an inner one): the call
-    takes them as arguments (call_effects.in_callers_place), so that their gradients
-    leave the derivative call as its results do; read from the enclosing scope, they
-    would go into sinks that the body's kernel reads after the call writes them."""
+def _loop_variables_read(targets, passed):
+    """(cells, arrays): the cells of the targets' enclosing variables that hold arrays
+    whose derivatives are made in a symbolic loop body (or call target) being recorded,
+    the innermost or one around it (a variable of an outer loop, read by a call in an
+    inner one), and such arrays in the containers (lists, Locals, ...) that enclosing
+    variables hold, but for the call's arguments `passed`. The call takes them as
+    arguments (call_effects.in_callers_place: the targets see the arrays through their
+    copies, as arrays they change in place), so that their gradients leave the derivative
+    call as its results do; read from the enclosing scope, they would go into sinks that
+    the body's kernel reads after the call writes them."""
     if ad_propagate.in_body() is None or not _runtime.ad_live_count():
-        return []
+        return [], []
     first = ad_propagate.outermost_serial()
-    out = []
+
+    def made_here(x):
+        node = _runtime.ad_index(x)
+        return node and _runtime.ad_serial_of(node) >= first
+
+    cells, arrays, seen = [], [], {id(a) for a in passed}
     for _, fn, _ in targets:
-        for cell in call_effects.array_cells(fn)[0]:
-            node = _runtime.ad_index(cell.cell_contents)
-            if node and _runtime.ad_serial_of(node) >= first and \
-                    all(cell is not c for c in out):
-                out.append(cell)
-    return out
+        found, containers = call_effects.array_cells(fn)
+        cells += [c for c in found if made_here(c.cell_contents) and
+                  all(c is not o for o in cells)]
+        for x in flatten(containers)[0]:
+            if id(x) not in seen and made_here(x):
+                seen.add(id(x))
+                arrays.append(x)
+    return cells, arrays
 
 
 def _lanes(selector, args, what):

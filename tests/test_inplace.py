@@ -1347,6 +1347,49 @@ def test_reverse_derivatives_of_calls_in_a_loop_reading_enclosing_arrays(mode):
 
 
 @pbc.syntax
+def _calls_in_a_loop_read_entries_the_loop_stores(a, k, local):
+    lst = [a * 1.0]
+    loc = pbc.alloc_local(Float64, 2, a * 1.0)
+
+    def r(x):
+        # (lst[0] and loc's entries: made by the loop, read through containers)
+        return (loc[k & 1] if local else lst[0]) * x
+
+    i = UInt32(0)
+    y = Float64(1.0)
+    while pbc.hint(i < k, max_iterations=8):
+        i += 1
+        y = pbc.switch(k % 2, (r, r), y + 1.0, mode='symbolic')
+        if local:
+            loc[i % 2] = a * 2.0 + y
+        else:
+            lst[0] = a * 2.0 + y
+    return y
+
+
+@pytest.mark.parametrize('local', [False, True])
+def test_reverse_derivatives_of_calls_in_a_loop_reading_entries_it_stores(mode, local):
+    # (reverse mode raised NotImplementedError: the gradients of lst[0] went into sinks
+    # that the loop body's kernel read before the call wrote them)
+    def per_lane(a, k):
+        lst, loc, y = [a], [a, a], 1.0
+        for i in range(1, k + 1):
+            y = (loc[k & 1] if local else lst[0]) * (y + 1.0)
+            lst[0] = loc[i % 2] = a * 2.0 + y
+        return y
+
+    x, k = np.array([0.5, 1.5, 2.0, -0.7]), [1, 2, 3, 4]
+    value, forward, reverse = _differentiated(
+        lambda a: _calls_in_a_loop_read_entries_the_loop_stores(Float64(a), UInt32(k), local),
+        x)
+    h = 1e-6
+    want = [(per_lane(a + h, n) - per_lane(a - h, n)) / (2 * h) for a, n in zip(x, k)]
+    np.testing.assert_allclose(value, [per_lane(a, n) for a, n in zip(x, k)], rtol=1e-6)
+    np.testing.assert_allclose(forward, want, rtol=1e-5)
+    np.testing.assert_allclose(reverse, want, rtol=1e-5)
+
+
+@pbc.syntax
 def _nested_reads_an_entry_the_loop_changes(lst, o, k):
     z = lst[0]                          # (one object: z and lst[0])
 
