@@ -733,6 +733,22 @@ def test_jit_for_range_with_jit_bound():
     assert np.allclose(f(UInt32(ns), Float(xs)).numpy(), expect)
 
 
+def test_a_hinted_branch_that_leaves_a_range_loop_is_an_error_only_where_the_loop_is_python():
+    # (the plain Python copy of the loop, for Python bounds, raised the hint's error when
+    # the function was decorated, even where the bound is a JIT value)
+    @syntax
+    def f(a, n):
+        for i in range(n):
+            if pbc.hint(a > i, mode='symbolic'):
+                continue
+            a += 1
+        return a
+
+    assert lanes(f(UInt32(0, 1, 5), UInt32(3))) == [3, 3, 5]
+    with pytest.raises(SyntaxError_, match=r"'continue' leaves it for a loop outside it"):
+        f(UInt32(0, 1, 5), 3)
+
+
 def test_jit_loop_over_pcg32_state():
     @syntax
     def f(n):

@@ -12,7 +12,8 @@
   for the rewriter. One that cannot (its body contains `return`, `yield`, `del x`, ...)
   stays plain Python; its condition is wrapped in a check that raises a clear error if it
   is ever a JIT value. With an explicit `pbc.hint(mode='symbolic'|'evaluated')` that is
-  an error right away.
+  an error right away (but in the plain Python copy of a `for` over a range, which runs
+  only where the bounds are Python ints: an error then).
 """
 
 import ast
@@ -195,10 +196,12 @@ class Lowerer(Located):
             c.body = self.block(c.body)
         return s
 
-    def plain(self, s, hint, found, kind):
-        """Keeps `s` as Python; a JIT condition will raise an error that says why."""
+    def plain(self, s, hint, found, kind, deferred=False):
+        """Keeps `s` as Python; a JIT condition will raise an error that says why (with
+        an explicit mode, right away, unless `deferred`: `s` is in the plain Python copy of
+        a `for` loop over a range, which runs only where no bound is a JIT value)."""
         node, why = found
-        if hint.explicit:
+        if hint.explicit and not deferred:
             self.error(node, f"this {kind} has pbc.hint(mode={hint.mode!r}) but cannot be "
                        f'turned into a symbolic {kind}: {why}')
         reason = ast.Constant(why)
@@ -213,15 +216,17 @@ class Lowerer(Located):
         if hint.scalar:
             return self.inner(s)
         found = problem(s.body + s.orelse, self.declared, jumps_ok=False)
+        in_range = False
         if found and isinstance(found[0], JUMPS) and self.loops:
             loop = self.loops[-1]
             why = f'{found[1]}, the Python loop at line {loop.lineno}'
-            if getattr(loop, '_pbc_range', False):
+            in_range = getattr(loop, '_pbc_range', False)
+            if in_range:
                 why += ('; with a JIT bound, e.g. range(pbc.llvm.UInt32(n)), that loop '
                         'becomes a JIT loop')
             found = found[0], why
         if found:
-            return self.plain(s, hint, found, 'if statement')
+            return self.plain(s, hint, found, 'if statement', deferred=in_range)
         s._pbc = dict(kind='if', n=self.fresh(), hint=hint)
         return self.inner(s)
 
