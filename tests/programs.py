@@ -478,7 +478,8 @@ class _Hint:
 
     @staticmethod
     def scatter_add(target, value, index):
-        target[_value(index)] += value
+        if _value(index) < len(target):     # (pbc's scatters drop an index out of range:
+            target[_value(index)] += value  # `j`, a loop's counter, with fewer lanes)
 
     @staticmethod
     def gather(_, table, index):
