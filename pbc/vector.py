@@ -327,6 +327,20 @@ class Matrix:
             return self._rows[i[0]][i[1]]
         return self._rows[i]
 
+    def __setitem__(self, i, value):
+        if _is_mask(i):
+            # m[mask] = w: each entry changes in place where the mask holds (as v[mask] = w;
+            # a matrix w gives its entries, anything else every entry)
+            parts = value._rows if isinstance(value, Matrix) else (value,) * self.Size
+            assign(self, self._from([_where(c, w, r) for c, w, r in
+                                     zip(_components(i, self.Size), parts, self._rows)]))
+        elif isinstance(i, tuple):
+            self._rows[i[0]][i[1]] = value
+        elif self._rows[i] is not value:        # (m[1] += v changed the row itself)
+            rows = list(self._rows)
+            rows[i] = self.Row(value)           # (a copy, as a vector's component store)
+            object.__setattr__(self, '_rows', tuple(rows))
+
     def __len__(self):
         return self.Size
 

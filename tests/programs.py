@@ -56,7 +56,7 @@ statements are what users write, not only expressions:
   (`loc[i] op= e`), reads in expressions;
 * in two fifths of the float programs, a matrix `mx` (Matrix3f, Matrix3f64) whose entries
   `mx[0][1] mx[1][2] mx[2][0]` are places, as a vector's components, and which `mx @=
-  Matrix3f(e)` changes in place;
+  Matrix3f(e)`, `mx[c] = e`, `mx[1] op= v` and `mx[0, 2] op= e` change in place;
 * in a third, a tensor `tn` of one entry per lane (TensorXu, TensorXi, TensorXf or
   TensorXf64): changed in place (`tn op= e`) or bound to a new tensor, its entries read
   (`tn.array`), in every region;
@@ -357,10 +357,25 @@ class LaneMatrix:
     def __init__(self, Vector, entries):
         if len(entries) == 1:           # (a scalar times the identity, as pbc's)
             entries = [entries[0] if i % 4 == 0 else 0.0 for i in range(9)]
+        self.Vector = Vector
         self.rows = [Vector(*entries[3 * i:3 * i + 3]) for i in range(3)]
 
     def __getitem__(self, i):
+        if isinstance(i, tuple):
+            return self.rows[i[0]][i[1]]
+        if isinstance(i, bool):         # (mx[c] = e read back, lane_source: a copy)
+            return LaneMatrix(self.Vector, [x for row in self.rows for x in row.c])
         return self.rows[i]
+
+    def __setitem__(self, i, value):
+        if isinstance(i, bool):         # (a masked store: every entry, in place)
+            parts = value.rows if isinstance(value, LaneMatrix) else [value] * 3
+            for row, part in zip(self.rows, parts):
+                row[i] = part
+        elif isinstance(i, tuple):
+            self.rows[i[0]][i[1]] = value
+        elif self.rows[i] is not value:     # (`mx[1] += v` changed the row itself)
+            self.rows[i] = self.Vector(*value.c)        # (a copy)
 
     def __imatmul__(self, o):
         # (each entry object changes, to the product's entry computed from the entries
@@ -982,7 +997,7 @@ class Program:
         if self.rng.random() < 0.04:
             return self.masked(indent)
         if self.matrix and self.rng.random() < 0.04:
-            return self.matrix_product(indent)
+            return self.matrix_statement(indent)
         if self.targets and self.rng.random() < 0.03:
             return self.call(indent)
         if getattr(self, 'ptr', False) and self.rng.random() < 0.02:
@@ -1120,10 +1135,22 @@ class Program:
         else:
             self.augmented(indent, at)
 
-    def matrix_product(self, indent):
-        """`mx @= M(e)`: the matrix times a scalar's identity matrix, in place (its entry
-        objects change, as for `v op= e`)."""
-        self.emit(indent, f'mx @= Matrix3f{"64" * (self.T == "Float64")}({self.expr()} * 0.5)')
+    def matrix_statement(self, indent):
+        """A statement that changes the matrix in place (its entry objects change, as for
+        `v op= e`): `mx @= M(e)` (times a scalar's identity matrix), the masked store
+        `mx[c] = e` (every entry, where c holds), a row changed by the vector `mx[1] op= v`,
+        or an entry through a pair `mx[0, 2] op= e`."""
+        r, op = self.rng.random(), self.rng.choice(self.operators())
+        if r < 0.3:
+            self.emit(indent, f'mx @= Matrix3f{"64" * (self.T == "Float64")}'
+                              f'({self.expr()} * 0.5)')
+        elif r < 0.5:
+            self.emit(indent, f'mx[{self.condition()}] = {self.expr()}')
+        elif r < 0.75:
+            self.emit(indent, f'mx[{self.rng.randrange(3)}] {op}= ' +
+                      ('(v * 0.5)' if op == '*' else 'v'))
+        else:
+            self.augmented(indent, f'mx[{self.rng.randrange(3)}, {self.rng.randrange(3)}]')
 
     def operation(self):
         """(op, e) of an augmented assignment `place op= e`."""
@@ -1356,7 +1383,7 @@ class Program:
         elif r < 0.17:
             self.masked(indent)
         elif self.matrix and r < 0.2:
-            self.matrix_product(indent)
+            self.matrix_statement(indent)
         elif r < 0.4:
             self.augmented(indent)
         elif r < 0.45 and self.whole:

@@ -11,6 +11,7 @@ from suite_backend import (
     PCG32,
     Array3f,
     Array3u,
+    Bool,
     Float,
     Float64,
     Matrix3f,
@@ -854,6 +855,34 @@ def test_a_matrix_product_changes_the_matrix_in_place(mode):
     v = Array3f(1, 2, 3)
     m @= v                              # (a vector: m is bound to the product instead)
     assert type(m) is Array3f and type(alias) is Matrix3f
+
+
+@pbc.syntax
+def _matrix_stores(m, v, k):
+    row = m[1]                          # (the row object: it sees what changes it in place)
+    i = UInt32(0)
+    while i < k:
+        i += 1
+        if (i & 1) == 1:
+            m[1] += v                   # (the row changes in place, then is stored back)
+        else:
+            m[0, 2] *= 2.0
+        m[k > 1] = m * 2.0              # (every entry, in place, where the mask holds)
+    return row
+
+
+def test_stores_into_a_matrix_change_it_in_place(mode):
+    # (pbc's Matrix had no __setitem__: `m[1] += v`, `m[0, 2] *= 2`, `m[c] = w` raised)
+    m = Matrix3f(*[float(x) for x in range(9)])
+    row, top = _matrix_stores(m, Array3f(1, 2, 3), UInt32(0, 1, 2, 3)), m[0]
+    np.testing.assert_array_equal(row.numpy().T, [[3, 4, 5], [4, 6, 8], [16, 24, 32],
+                                                  [34, 52, 70]])
+    np.testing.assert_array_equal(top.numpy().T, [[0, 1, 2], [0, 1, 2], [0, 4, 16],
+                                                  [0, 8, 32]])
+    m[0] = Array3f(5, 6, 7)             # (a row: a copy of the vector)
+    m[Bool(True, False, False, True)] = Matrix3f(1.0)
+    np.testing.assert_array_equal(m.numpy()[..., 0], np.eye(3))
+    np.testing.assert_array_equal(m.numpy()[..., 1], [[5, 6, 7], [4, 6, 8], [6, 7, 8]])
 
 
 @pbc.syntax
