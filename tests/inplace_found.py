@@ -341,6 +341,19 @@ def f(a, b, v, lst, d, o, k, acc):
                 break
     return (a, b, s, t, y, z, m, v, lst, d, o)
 ''',
+    60000329: '''\
+def f(a, b, v, lst, d, o, k, acc):
+    s = UInt32(100) + a
+    t = UInt32(0)
+    y = a
+    z = lst[0]
+    m = ((pbc.maximum(k, b) ^ k) & 1) == 0
+    tn = TensorXu(a + 0)
+    for c1 in pbc.hint(range((lst[0] & 3)), max_iterations=8):
+        for c2 in pbc.hint(range((a & 3)), max_iterations=8):
+            y <<= (((v.y >> (d['p'] & 7)) << (o.p & 7)) & 7)
+    return (a, b, s, t, y, z, m, v, lst, d, o, tn)
+''',
 }
 
 # Float64 programs whose values or derivatives (forward and reverse against finite

@@ -838,6 +838,39 @@ def test_entries_of_a_matrix_change_in_place(mode):
 
 
 @pbc.syntax
+def _loops_in_plain_statements_in_a_loop(a, n, form):
+    y = a                               # (one object: a changes through y)
+    c = UInt32(0)
+    while c < n:
+        c += 1
+        if form == 'for range':         # (a JIT loop in the plain if that chooses it)
+            for _ in range(UInt32(1)):
+                y <<= 1
+        elif form == 'python for':
+            for _ in range(1):
+                i = UInt32(0)
+                while i < 1:
+                    i += 1
+                    y <<= 1
+        else:
+            try:
+                if n > 0:
+                    y <<= 1
+            finally:
+                pass
+    return a
+
+
+@pytest.mark.parametrize('form', ['for range', 'python for', 'try'])
+def test_a_loop_sees_changes_in_place_by_regions_nested_in_plain_statements(mode, form):
+    # (the loop took the rewritten inner region, `y, i = while_loop(...)`, for a binding
+    # of y: a stayed as it was)
+    a = UInt32(1, 3, 7, 5)
+    assert _loops_in_plain_statements_in_a_loop(a, UInt32(2, 2, 1, 3), form) is a
+    assert a.numpy().tolist() == [4, 12, 14, 40]
+
+
+@pbc.syntax
 def _matrix_products(m, k):
     i = UInt32(0)
     while i < k:

@@ -195,13 +195,15 @@ class Rewriter:
         return [v for v in found if v in self.local and v not in taken and v in defined
                 and not v.startswith('_pbc_') and v not in self.cells.functions]
 
-    def call(self, fn, state, targets, at, hint, labels, reads=(), rebinds=(), parts=()):
+    def call(self, fn, state, targets, at, hint, labels, names, reads=(), rebinds=()):
+        """The call of the runtime's `fn` for a loop or branch; `names`: Names.of its code
+        as the user wrote it (the rewriting of the statements nested in it adds
+        assignments and calls of its own)."""
         kw = [ast.keyword('labels', ast.Tuple([ast.Constant(v) for v in labels], ast.Load()))]
         if reads:
             kw.append(ast.keyword('reads', _tuple(reads)))
             # (the variables it only reads that it passes to a call, by position in reads:
             # the function called may store into a container among them)
-            names = Names.of(*parts)
             passes = set(names.passes).union(
                 *[self.cells.passes.get(f, ()) for f in names.reads])
             whole = {n for n, w in names.passes.items() if w}.union(
@@ -227,14 +229,17 @@ class Rewriter:
         before, after = self.guard(state, s)
         reads = self.reads(s, state, s.test, s.body)
         params = state + reads
+        # (of the code as written: rewriting the loops and branches nested in plain
+        # statements changes them in place, `y, c = while_loop(...)` binding y)
+        names, rebinds = Names.of(s.test, *s.body), _rebinds(s.body, state,
+                                                             self.cells.rebound)
         test = IfExps().visit(s.test)
         cond = self.generated(f'_pbc_cond_{n}', params, [located(ast.Return(test), s.test)], s)
         body = self.scoped(params, s.body) + [located(ast.Return(_tuple(state)), s)]
         body = self.generated(f'_pbc_body_{n}', params, body, s)
         args = [_tuple(state), _name(cond.name), _name(body.name)]
         return before + [cond, body, self.call('while_loop', args, state, s, hint, state,
-                                               reads, _rebinds(s.body, state, self.cells.rebound),
-                                               [s.test, *s.body])] + \
+                                               names, reads, rebinds)] + \
             [a for a in after if a.test.args[0].id in state]
 
     def if_(self, s, plan):
@@ -249,13 +254,14 @@ class Rewriter:
         before, after = self.guard(args, s)
         reads = self.reads(s, args, s.body, s.orelse)
         params = args + reads
+        names = Names.of(*s.body, *s.orelse)       # (of the code as written: see while_)
         true, false = (self.generated(f'_pbc_{kind}_{n}', params, self.scoped(params, block)
                             + [located(ast.Return(_tuple(outputs)), s)], s)
                        for kind, block in (('true', s.body), ('false', s.orelse)))
         test = IfExps().visit(s.test)
         call_args = [_tuple(args), test, _name(true.name), _name(false.name)]
         return before + [true, false, self.call('if_stmt', call_args, outputs, s, hint,
-                                                outputs, reads, (), [*s.body, *s.orelse])] + \
+                                                outputs, names, reads)] + \
             [a for a in after if a.test.args[0].id in outputs]
 
 
