@@ -632,6 +632,13 @@ def fresh(x):
     return type(x)(x.v) if isinstance(x, _Scalar) else x
 
 
+def _ifexp(c, x, y):
+    """`x() if c else y()` as pbc computes it for a JIT condition c: a new object, unless
+    x and y give one (the programs' expressions have no side effects: both may run)."""
+    a, b = x(), y()
+    return (a if c else b) if a is b else fresh(a if c else b)
+
+
 # ---- the oracle's program: pbc's identity rule made explicit --------------------------------
 def lane_source(source):
     """The program as the oracle runs it on each lane. First pbc's own first pass
@@ -687,6 +694,15 @@ class _Freshen(ast.NodeTransformer):
             if isinstance(node, ast.Name):
                 out.update(dict.fromkeys(self.nested.get(node.id, ())))
         return list(out)
+
+    def visit_IfExp(self, node):
+        # (`x if c else y` on a lane's condition: pbc's ifexp is a conditional, whose value
+        # is a new object unless both operands are one (rule 3): _ifexp)
+        self.generic_visit(node)
+        args = ast.arguments(posonlyargs=[], args=[], kwonlyargs=[], kw_defaults=[],
+                             defaults=[])
+        return ast.Call(ast.Name('_ifexp', ast.Load()), [node.test] + [
+            ast.Lambda(args, e) for e in (node.body, node.orelse)], [])
 
     def visit_If(self, node):
         self.generic_visit(node)
@@ -1533,7 +1549,7 @@ def run_lanes(source, values, kind):
     ns = dict(UInt32=LaneU32, Int32=LaneI32, Float=LaneF32, Float64=LaneF64, pbc=_Hint,
               UInt64=LaneU64, Int64=LaneI64,
               fresh=fresh, CALLS=CALLS[kind], Ptr=_LanePtr, TensorXu=LaneU32,
-              __pbc_ctl__=_LaneCtl,
+              __pbc_ctl__=_LaneCtl, _ifexp=_ifexp,
               TensorXi=LaneI32, TensorXf=LaneF32, TensorXf64=LaneF64,
               Matrix3f=lambda *e: LaneMatrix(Vector, e),
               Matrix3f64=lambda *e: LaneMatrix(Vector, e))

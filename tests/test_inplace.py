@@ -871,6 +871,20 @@ def test_a_loop_sees_changes_in_place_by_regions_nested_in_plain_statements(mode
 
 
 @pbc.syntax
+def _conditional_expressions(s, t, k):
+    a = s if k > 1 else t               # (a new object: s on some lanes, t on the others)
+    b = s if k > 1 else s               # (s itself)
+    s += 10
+    return a, b
+
+
+def test_a_conditional_expression_is_a_new_object_unless_both_operands_are_one(mode):
+    s = UInt32(1, 2, 3)
+    a, b = _conditional_expressions(s, UInt32(7), UInt32(1, 2, 3))
+    assert b is s and a.numpy().tolist() == [7, 2, 3] and s.numpy().tolist() == [11, 12, 13]
+
+
+@pbc.syntax
 def _matrix_products(m, k):
     i = UInt32(0)
     while i < k:
