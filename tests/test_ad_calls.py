@@ -617,13 +617,41 @@ def _target_reads_a_loop_variable_in_a_dict(a, k):
     return t
 
 
-def test_reverse_mode_through_a_call_reading_a_loop_variable_elsewhere_says_what_to_do():
-    # (an entry of a container from an enclosing scope: the call cannot take it as an
-    # argument itself)
+def test_reverse_mode_through_a_call_reading_a_loop_variable_in_a_container():
+    # (an entry of a container from an enclosing scope: the call takes the array as an
+    # argument too; it raised NotImplementedError, 'pass that array to the call as an
+    # argument')
     a = Float64(0.1, 0.2, 0.3, 0.4)
     pbc.enable_grad(a)
     t = _target_reads_a_loop_variable_in_a_dict(a, UInt32(0, 1, 2, 3))
-    with pytest.raises(RuntimeError, match='pass that array to the call as an argument'):
+    pbc.backward(t)
+    want = [sum(1.5 ** j for j in range(1, n + 1)) for n in range(4)]
+    np.testing.assert_allclose(pbc.grad(a).numpy(), want, rtol=1e-12)
+    np.testing.assert_allclose(t.numpy(), (1 + a.numpy()) * want, rtol=1e-12)
+
+
+@pbc.syntax
+def _target_reads_its_argument_through_a_dict(a, k):
+    box = {'s': Float64(1.0) + a}
+    t = Float64(0.0)
+
+    def r(x):
+        return x * box['s']             # (x is box['s'], passed)
+
+    i = UInt32(0)
+    while pbc.hint(i < (k % 4), max_iterations=8):
+        i += 1
+        box['s'] = box['s'] * 1.5
+        t += pbc.switch(k % 2, (r, r), box['s'], mode='symbolic')
+    return t
+
+
+def test_reverse_mode_through_a_call_reading_its_argument_in_a_container_says_what_to_do():
+    a = Float64(0.1, 0.2, 0.3, 0.4)
+    pbc.enable_grad(a)
+    t = _target_reads_its_argument_through_a_dict(a, UInt32(0, 1, 2, 3))
+    with pytest.raises(RuntimeError, match='read it through the argument, not through the '
+                                           'container'):
         pbc.backward(t)
 
 

@@ -284,7 +284,9 @@ def _check_sinks_outside(bodies):
             'pbc: reverse-mode derivatives of a symbolic call inside a symbolic loop, whose '
             'targets read from an enclosing scope an array that the loop computes (a loop '
             'variable, or an object it shares with one), are not supported: pass that array '
-            'to the call as an argument, or run the loop or the call in evaluated mode')
+            'to the call as an argument (where it is one already, read it through the '
+            'argument, not through the container that also holds it), or run the loop or the '
+            'call in evaluated mode')
 
 
 def merge_lanes(outs, parts):
