@@ -1319,7 +1319,7 @@ class Program:
                 ('mx',) * self.matrix + ('loc',) * self.local + ('j',) * self.j + \
                 tuple(self.counters[:-1])
             mode += f", compress=True, include=[{', '.join(read)}]"
-        if self.rng.random() < 0.25 and 'compress' not in mode:
+        if self.rng.random() < 0.25:
             # (a for loop over a JIT range: a JIT loop, its counter the loop variable,
             # bound anew each iteration: 0, 1, ... where a while loop's counts from 1)
             bound = 'UInt32(3)' if bound == '3' else bound

@@ -733,6 +733,21 @@ def test_jit_for_range_with_jit_bound():
     assert np.allclose(f(UInt32(ns), Float(xs)).numpy(), expect)
 
 
+@pytest.mark.parametrize('step', [1, 2, 'jit'])
+def test_a_compressed_for_loop_over_a_jit_range(step):
+    # (its bound and step were read from outside the state, which a compressed iteration,
+    # on its lanes only, cannot: pbc raised an error naming no variable the user has)
+    @syntax
+    def f(a, n, s):
+        for i in pbc.hint(range(1, n, s), mode='evaluated', compress=True):
+            a += i
+        return a
+
+    ns, steps = [0, 1, 3, 9], [1, 1, 2, 3] if step == 'jit' else [step] * 4
+    got = f(UInt32(0, 0, 0, 0), UInt32(ns), UInt32(steps) if step == 'jit' else step)
+    assert lanes(got) == [sum(range(1, n, s)) for n, s in zip(ns, steps)]
+
+
 def test_a_hinted_branch_that_leaves_a_range_loop_is_an_error_only_where_the_loop_is_python():
     # (the plain Python copy of the loop, for Python bounds, raised the hint's error when
     # the function was decorated, even where the bound is a JIT value)

@@ -302,6 +302,10 @@ class Lowerer(Located):
                       assign(i, ast.BinOp(name(i), ast.Add(), name(step)), s)]
         loop = located(ast.While(hints.ctl('range_test', name(i), name(stop), name(step)),
                                  step_stmts + s.body, s.orelse), s)
+        if any(k.arg == 'compress' for k in hint.keywords):
+            # (a compressed loop's iterations see just their lanes of what is state: the
+            # bound and step are, as the counter)
+            hint.include += [stop, step]
         jit = [counter] + self.while_(loop, hint, n)
         choose = located(ast.If(hints.ctl('is_python_range', name(args)),
                                 [self.inner(plain)], jit), s)
