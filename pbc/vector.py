@@ -257,9 +257,12 @@ _operators(StaticArray, _BINARY)
 
 
 def _where(mask, t, f):
-    """A new vector (of f's type) of t where mask holds, f elsewhere, per component."""
+    """A new vector (of f's type) of t where mask holds, f elsewhere, per component: t's
+    values take f's type (a masked store keeps the destination's type, as a flat array's
+    x[mask] = y does)."""
     if isinstance(f, ArrayBase):
-        return op_select(mask, t, f)
+        r = op_select(mask, t, f)
+        return r if type(r) is type(f) else type(f)(r)
     return f._from([_where(m, a, b) for m, a, b in zip(_components(mask, f.Size),
                                                        _components(t, f.Size), f._items)])
 

@@ -932,6 +932,16 @@ def test_stores_into_a_matrix_change_it_in_place(mode):
     np.testing.assert_array_equal(m.numpy()[..., 1], [[5, 6, 7], [4, 6, 8], [6, 7, 8]])
 
 
+def test_masked_stores_keep_the_type_of_what_they_store_into():
+    # (v[c] = Float64(...) made an Array3f's components Float64 arrays)
+    v, m, x = Array3f(1, 2, 3), Matrix3f(1.0), Float(1.0, 2.0)
+    c = Bool(True, False)
+    v[c], m[c], x[c] = Float64(5.0), Float64(5.0), Float64(5.0)
+    assert {type(e) for e in (*v, *m[0], *m[1], *m[2], x)} == {Float}
+    assert v.numpy().T.tolist() == [[5, 5, 5], [1, 2, 3]] and x.numpy().tolist() == [5, 2]
+    assert m.numpy()[..., 0].tolist() == [[5] * 3] * 3 and m[0][0].numpy().tolist() == [5, 1]
+
+
 @pbc.syntax
 def _scaled_matrix(x, k, M):
     m = M(1, 2, 3, 4, 5, 6, 7, 8, 9)
