@@ -1227,7 +1227,9 @@ class Program:
         return f'({e} + 0)' if self.K.integer else f'({e} + 0.0)'
 
     def may_alias(self, indent, a, b):
-        """Whether alias() would bind a to b's object and b to a's (a swap)."""
+        """Whether a may be bound to b's object (alias, `a = b`) or each to the other's (a
+        swap): not inside a region where they may be one already, nor where either is a
+        name r binds (see define_r) or an entry of c (see Target.alias)."""
         if a == b or (indent > 1 and self.find(a) == self.find(b)):
             return False
         return not ({a, b} & (set(getattr(self, 'r_names', None) or ()) | set(CELL)))
@@ -1249,10 +1251,8 @@ class Program:
             a, b = self.rng.sample(self.places, 2)
         if a in COMPONENTS + MATRIX:      # (storing into a component copies: not an alias)
             a, b = b, a
-        if a == b or (indent > 1 and self.find(a) == self.find(b)):
+        if not self.may_alias(indent, a, b):
             return False
-        if {a, b} & set(getattr(self, 'r_names', None) or ()):
-            return False          # (see define_r)
         self.join(a, b)
         self.emit(indent, f'{a} = {b}')
         return True
