@@ -247,12 +247,12 @@ def _derivatives_differ(forward, reverse, J):
     return None
 
 
-def checked(seed, kind, directory):
+def checked(seed, kind, directory, source=None):
     previous = signal.signal(signal.SIGALRM, _alarm), signal.signal(signal.SIGPROF, _spun)
     signal.alarm(WALL_LIMIT)
     signal.setitimer(signal.ITIMER_PROF, TIME_LIMIT)
     try:
-        return check(seed, kind, directory)
+        return check(seed, kind, directory, source)
     finally:
         signal.alarm(0)
         signal.setitimer(signal.ITIMER_PROF, 0)
