@@ -23,7 +23,10 @@ statements are what users write, not only expressions:
 * expressions of the kind's operators, pbc.select, conditional expressions `x if c else
   y` (lane by lane), and pbc.minimum/maximum (exact kinds) or pbc.sin/cos (Float64);
 * aliases: `y = a`, `z = lst[0]`, `lst[1] = s`, `y = v.y` (a name bound to another's
-  object: an in-place change through one is seen through the other);
+  object: an in-place change through one is seen through the other), and the target of a
+  Python loop `for q in (p1, p2): q op= e`;
+* `o.bump(e)`: a method of `o` that changes its field `q` in place (`self.q += x`), where
+  the code of the region that calls it does not show the change;
 * `if`/`elif`/`else` on lane-varying conditions (of `m` too), nested;
 * bounded `while` loops (a counter stepped first in the body, so that `continue` is safe)
   with `break` and `continue` under conditions, nested up to three deep; a quarter of
@@ -425,11 +428,17 @@ class Struct:
 
 def struct_type(Scalar):
     return type('Obj', (Struct,), dict(DRJIT_STRUCT={'p': Scalar, 'q': Scalar},
-                                       __init__=_struct_init))
+                                       __init__=_struct_init, bump=_struct_bump))
 
 
 def _struct_init(self, p=None, q=None):
     self.p, self.q = p, q
+
+
+def _struct_bump(self, x):
+    """`o.bump(e)`: a method that changes a field in place, out of sight of the caller's
+    code (a region must see it all the same)."""
+    self.q += x
 
 
 class _LanePtr:
@@ -1026,6 +1035,10 @@ class Program:
             return self.draw(indent)
         if self.rng.random() < 0.04:
             return self.multiple(indent)
+        if self.rng.random() < 0.03:
+            return self.for_alias(indent)
+        if 'o.q' in self.places and not self.plain and self.rng.random() < 0.03:
+            return self.emit(indent, f'o.bump({self.expr()})')
         if indent < 5 and self.rng.random() < 0.02:
             return self.static_for(indent, size, loop_depth, top)
         r = self.rng.random()
@@ -1233,6 +1246,13 @@ class Program:
         if a == b or (indent > 1 and self.find(a) == self.find(b)):
             return False
         return not ({a, b} & (set(getattr(self, 'r_names', None) or ()) | set(CELL)))
+
+    def for_alias(self, indent):
+        """`for q in (p1, p2): q op= e`: a Python loop whose target names each place's
+        object in turn (p1 and p2 may be one object), changed in place through it: the
+        region sees the change of an object under a name it did not write."""
+        self.emit(indent, 'for q in ({}, {}):'.format(*self.rng.sample(self.places, 2)))
+        self.augmented(indent + 1, 'q')
 
     def static_for(self, indent, size, loop_depth, top):
         """`for _ in range(2):` (a Python loop: its body runs twice, each region in it
@@ -1571,8 +1591,10 @@ def run_lanes(source, values, kind):
 def pbc_struct(T, dataclass=False):
     """The class of the argument o: a DRJIT_STRUCT, or a dataclass (pbc follows both)."""
     if dataclass:
-        return dataclasses.make_dataclass('Obj', [('p', T), ('q', T)])
-    return type('Obj', (), dict(DRJIT_STRUCT={'p': T, 'q': T}, __init__=_struct_init))
+        return dataclasses.make_dataclass('Obj', [('p', T), ('q', T)],
+                                          namespace={'bump': _struct_bump})
+    return type('Obj', (), dict(DRJIT_STRUCT={'p': T, 'q': T}, __init__=_struct_init,
+                                bump=_struct_bump))
 
 
 def pbc_arguments(values, backend, kind, a=None, dataclass=False):
