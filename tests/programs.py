@@ -748,6 +748,10 @@ class Program:
         # evaluated, or none (the flags decide); inside symbolic code, not evaluated)
         self.modes, self.symbolic = modes, False
         self.in_place_only, self.jumps = False, True    # (see legacy_loop)
+        # (in a `for _ in range(2)`: no swaps there, whose second run binds the places back
+        # to the objects they had, which rule 3 keeps and the oracle's syntactic rule does
+        # not; see multiple)
+        self.unrolled = False
         self.returned = self.plain = False      # (plain: in h or r, code @pbc.syntax leaves)
         self.K = KINDS[kind]
         self.T = self.K.T
@@ -1226,7 +1230,7 @@ class Program:
             self.emit(indent, f'{p} = {q} = {self.new_object(self.expr())}')
             if shared:
                 self.join(p, q)
-        elif r < 0.7 or not self.aliases or not self.may_alias(indent, p, q):
+        elif r < 0.7 or not self.aliases or self.unrolled or not self.may_alias(indent, p, q):
             self.emit(indent, f'{p}, {q} = {self.new_object(self.expr())}, '
                               f'{self.new_object(self.expr())}')
         else:
@@ -1259,8 +1263,9 @@ class Program:
         recorded twice), its block without a `break` or `continue` of its own."""
         self.emit(indent, 'for _ in range(2):')
         jumps, self.jumps = self.jumps, False
+        unrolled, self.unrolled = self.unrolled, True
         self.block(indent + 1, max(1, size // 2), loop_depth, False)
-        self.jumps = jumps
+        self.jumps, self.unrolled = jumps, unrolled
 
     def alias(self, indent, a=None, b=None):
         """`a = b`: the place a bound to b's object. Inside a loop or branch, only where a
@@ -1460,7 +1465,7 @@ class Target(Program):
         self.places, self.whole, self.targets, self.deep = ('x', 'y', 'w') + CELL, (), None, 1
         self.modes, self.symbolic, self.has_m = modes, True, False
         self.in_place_only, self.jumps, self.tensor, self.matrix = False, True, False, False
-        self.returned = self.local = self.j = self.plain = False
+        self.returned = self.local = self.j = self.plain = self.unrolled = False
         self.K = KINDS[kind]
         self.T = self.K.T
         self.group = {p: p for p in self.places}
