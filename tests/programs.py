@@ -959,7 +959,11 @@ class Program:
             return f'pbc.select({self.condition()}, {x}, {y})'
         if r < 0.15 and not self.plain:
             # (lane by lane; not in h and r, plain Python: @pbc.syntax rewrites the
-            # program's own code, as Dr.Jit's without recursive=True)
+            # program's own code, as Dr.Jit's without recursive=True. Of two operands
+            # that may be one object the value is that object, an alias the groups would
+            # not know of: one of them made a new object)
+            if self.one_object(x, y):
+                y = self.new_object(y)
             return f'({x} if {self.condition()} else {y})'
         if r < 0.25 and self.K.exact:      # (not smooth: not in programs differentiated)
             return f'pbc.{self.rng.choice(("minimum", "maximum"))}({x}, {y})'
@@ -1236,6 +1240,12 @@ class Program:
         else:
             self.emit(indent, f'{p}, {q} = {q}, {p}')
             self.join(p, q)
+
+    def one_object(self, x, y):
+        """Whether expressions x and y may give one object (places of one group, or k)."""
+        if x == y:
+            return x in self.places or x == 'k'
+        return x in self.places and y in self.places and self.find(x) == self.find(y)
 
     def new_object(self, e):
         """e, or where e names an object (a place, k) an expression of its value."""
