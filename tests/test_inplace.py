@@ -173,6 +173,24 @@ def test_an_entry_assigned_on_some_lanes_is_a_new_object_on_all(mode):
 
 
 @pbc.syntax
+def _swapped_back(a, b, c):
+    y = a
+    if c:
+        for _ in range(2):             # (a Python loop: the branch swaps twice)
+            y, b = b, y
+    y **= 3                             # (y is a's object again, on every lane)
+    return y
+
+
+def test_a_place_every_branch_leaves_bound_to_its_object_keeps_it(mode):
+    # (rule 3: a branch that rebinds y but leaves it bound to the object it had makes no
+    # new object, so y's later in-place change reaches a, as plain Python's on each lane)
+    a, b = UInt32(1, 2, 3), UInt32(5, 5, 5)
+    y = _swapped_back(a, b, pbc.arange(UInt32, 3) > 0)
+    assert y is a and a.numpy().tolist() == [1, 8, 27] and b.numpy().tolist() == [5, 5, 5]
+
+
+@pbc.syntax
 def _rebinding_loop(x, n):
     i = UInt32(0)
     while i < n:
