@@ -1416,11 +1416,14 @@ class Program:
             self.augmented(indent, at)
 
     def tensor_statement(self, indent, in_place=False):
-        """`tn op= e` (the tensor changed in place), or `tn` bound to a new tensor."""
+        """`tn op= e` (the tensor changed in place), or `tn` bound to a new tensor (of one
+        entry per lane: `e` may be of width 1, `t = T(3)`, which would make a tensor of
+        shape (1,), whose in-place change by a lane's value in a symbolic loop cannot
+        broadcast)."""
         if in_place or self.rng.random() < 0.7:
             self.augmented(indent, 'tn')
         else:
-            self.emit(indent, f'tn = {TENSORS[self.T]}({self.expr()})')
+            self.emit(indent, f'tn = {TENSORS[self.T]}({self.expr()} + {self.K.of_k} * 0)')
 
     def in_place_statement(self, indent, size, loop_depth):
         """A statement of a pbc.Loop's body, at any depth: it binds no place."""
