@@ -171,10 +171,7 @@ def while_loop(state, cond, body, labels=(), label=None, mode=None, max_iteratio
         return state
     names = _names(state, tuple(labels))
     _check_initialized(state, names, W)
-    # (left to the flag, a loop inside a symbolic loop or call is symbolic: it cannot be
-    # evaluated there)
-    evaluated = _mode(mode, JitFlag.SymbolicLoops, 'while_loop') == 'evaluated' and not (
-        mode is None and _runtime.recording_depth())
+    evaluated = loop_is_evaluated(mode)
     if evaluated and _runtime.recording_depth():
         raise RuntimeError('pbc.while_loop: cannot execute a loop in *evaluated mode* inside '
                            "a symbolic loop body; use mode='symbolic' for the inner loop")
@@ -192,6 +189,14 @@ def while_loop(state, cond, body, labels=(), label=None, mode=None, max_iteratio
             return _evaluated_loop(state, cond, body, names, c, strict)
     finally:
         _runtime.unstash_refs(stash)
+
+
+def loop_is_evaluated(mode):
+    """Whether a JIT loop of `mode` (None: the flag decides) runs evaluated here: left to
+    the flag, a loop inside a symbolic loop or call is symbolic (it cannot be evaluated
+    there)."""
+    return _mode(mode, JitFlag.SymbolicLoops, 'while_loop') == 'evaluated' and not (
+        mode is None and _runtime.recording_depth())
 
 
 def _isolation():

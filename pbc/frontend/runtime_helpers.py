@@ -12,6 +12,7 @@ import types
 from .. import control
 from .._runtime import ArrayBase
 from ..dispatch import PtrBase
+from ..errors import StateError, TraceError
 from ..routines import select
 from ..state import nodes
 from ..tensor import Tensor
@@ -302,6 +303,43 @@ def _while_loop(state, cond, body, labels=(), reads=(), rebinds=(), **kwargs):
     if unassigned:
         raise _unassigned(unassigned, 'loop')
     state = tuple(type(c)(False) if i == brk else x for i, x in enumerate(state))
+    # (`v[key] = e` on a static vector is a masked store, in place, or an entry store,
+    # which binds the entry: the code does not tell. The loop takes it for a masked store
+    # where that matters, a component the body reads under another name, and records it
+    # again as an entry store if the body binds an entry after all. An evaluated loop's
+    # first iteration has run by then, so it raises instead.)
+    guessed = _masked_stores(state, labels, reads, rebinds)
+    if guessed:
+        try:
+            return _jit_loop(state, labels, reads, [r for r in rebinds if r not in guessed],
+                             c, cond, body, brk, kwargs, guessed)
+        except _EntryBound:
+            pass
+    return _jit_loop(state, labels, reads, rebinds, c, cond, body, brk, kwargs)
+
+
+class _EntryBound(TraceError):
+    """Internal: a loop body taken to store into a vector under a mask bound an entry."""
+
+
+def _masked_stores(state, labels, reads, rebinds):
+    """The rebinds 'v[]' of static vectors and matrices v among the state of which the body
+    reads a component under another name (`s = v.y` before the loop, `s` passed to a call
+    in it): if `v[key] = e` is a masked store, s must be v.y's working copy."""
+    read = {id(a) for r in reads for a in nodes(r)[0]}
+    return [f'{label}[]' for x, label in zip(state, labels)
+            if f'{label}[]' in rebinds and label not in rebinds and
+            isinstance(x, StaticArray) and any(id(a) in read for a in nodes(x)[0][1:])]
+
+
+def _components(state, labels, guessed):
+    """The objects in the vectors `guessed` of the state, in order (the vector's own object
+    stays when a store binds an entry of it: only its components tell)."""
+    return [id(a) for i, label in enumerate(labels[:len(state)]) if f'{label}[]' in guessed
+            for a in nodes(state[i])[0][1:]]
+
+
+def _jit_loop(state, labels, reads, rebinds, c, cond, body, brk, kwargs, guessed=()):
     # (What the body changes in place reaches the caller's objects: see pbc/state.py.)
     aliases = Aliases(state, labels)
     unique = aliases.collapse(state)
@@ -311,10 +349,23 @@ def _while_loop(state, cond, body, labels=(), reads=(), rebinds=(), **kwargs):
     untracked = _Untracked(state + tuple(reads), _caller(), 'loop')
     index = aliases.hollow()
 
+    evaluated = guessed and control.loop_is_evaluated(kwargs.get('mode'))
+
     def collapsed_body(*u):
         s = _fresh(index.expand(u), labels, rebinds)
+        before = _components(s, labels, guessed)
         out = body(*s, *seen(s))
         untracked.check()
+        if before != _components(out, labels, guessed):
+            if evaluated:
+                name = guessed[0][:-2]
+                raise StateError(
+                    f'pbc.while_loop: the loop body stores into an entry of the vector '
+                    f"'{name}' (`{name}[i] = e`), a component of which it also reads under "
+                    'another name: an evaluated loop cannot tell such a store from a masked '
+                    f"one before its first iteration runs. Store through the component's "
+                    f"name (`{name}.y = e`), or run the loop symbolic")
+            raise _EntryBound()
         return index.collapse(out)
     # (identifies the loop: control._invariant_key; `body` may wrap the user's, _with_state)
     collapsed_body._pbc_body = getattr(body, '_pbc_body', body)
