@@ -18,6 +18,7 @@ from suite_backend import (
     Matrix3f64,
     Ptr,
     TensorXf,
+    TensorXf64,
     UInt32,
 )
 
@@ -240,6 +241,31 @@ def test_an_entry_store_and_a_call_on_a_component_in_a_loop(mode):
     s = _entry_store_and_call_on_one_object(UInt32(1), v, 1)
     assert s.numpy().tolist() == [17] and v.y is not s
     assert [c.numpy().tolist() for c in v] == [[10], [7], [7]]
+
+
+@pbc.syntax
+def _compressed_alias(a, k, tn):
+    y = a                               # (y rebound in the body, on no lane: rule 4)
+    i = UInt32(0)
+    while pbc.hint(i < k % 4, mode='evaluated', compress=True, include=[a, y, k, tn]):
+        i += 1
+        if k > 5:
+            for _ in range(k % 4):
+                y = tn.array
+        a *= 0.5
+    return y
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    'found by the fuzzer (seed 64300959 float): a compressed loop keeps y one object with '
+    'a when an evaluated loop nested in an evaluated branch of the body binds y on no lane, '
+    'where rule 4 (and the same loop uncompressed) makes y a new object each iteration'))
+def test_a_compressed_loop_makes_what_its_body_binds_new_objects():
+    with pbc.scoped_set_flag(pbc.JitFlag.SymbolicConditionals, False), \
+            pbc.scoped_set_flag(pbc.JitFlag.SymbolicLoops, False):
+        y = _compressed_alias(Float64([8, 8, 8, 8]), pbc.arange(UInt32, 4),
+                              TensorXf64(Float64([1, 1, 1, 1])))
+    assert y.numpy().tolist() == [8, 8, 8, 8]
 
 
 @pbc.syntax
