@@ -738,7 +738,9 @@ def _compressed_loop(state, cond, body, names, c, strict):
         finally:
             _runtime.masks_restore(saved)
         mutated.add(snap, new)
-        now = [a.index != b.index for a, b in zip(before, after)]
+        # (changed: a new value, or another object: a name the body binds anew, even to a
+        # copy of its value, is no longer the object the caller's names share)
+        now = [a.index != b.index or s is not b for a, b, s in zip(before, after, start)]
         changed = [x or y for x, y in zip(changed, now)]
         current = _iteration_ends(build(_apart(start, after)), now)
         c = _condition(call_user(cond, current, W, 'loop condition', size_hint=_COMPRESSED), W)
