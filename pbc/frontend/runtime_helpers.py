@@ -360,10 +360,10 @@ def _jit_loop(state, labels, reads, rebinds, c, cond, body, brk, kwargs, guessed
             if evaluated:
                 name = guessed[0][:-2]
                 raise StateError(
-                    f'pbc.while_loop: the loop body stores into an entry of the vector '
+                    'pbc.while_loop: the loop body stores into an entry of the vector '
                     f"'{name}' (`{name}[i] = e`), a component of which it also reads under "
                     'another name: an evaluated loop cannot tell such a store from a masked '
-                    f"one before its first iteration runs. Store through the component's "
+                    "one before its first iteration runs. Store through the component's "
                     f"name (`{name}.y = e`), or run the loop symbolic")
             raise _EntryBound()
         return index.collapse(out)
