@@ -268,6 +268,28 @@ def test_a_compressed_loop_makes_what_its_body_binds_new_objects():
 
 
 @pbc.syntax
+def _nonlocal_changed_then_bound(k, w):
+    def r(x):
+        nonlocal z
+        z **= 3                         # (in place: w's object, z's before the call)
+        z = w * 1.0
+        return x
+    z = w
+    pbc.switch(k % 2, (r, r), k, mode='symbolic')
+    return z
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    'found by the fuzzer (seed 67201337 float32): a symbolic call target that changes a '
+    'nonlocal variable in place and then binds it loses the in-place change (rule 5: what '
+    'a target changes in place before a rebinding reaches the caller\'s object)'))
+def test_a_call_target_changes_a_nonlocal_in_place_before_binding_it():
+    w = Float([2, 2])
+    z = _nonlocal_changed_then_bound(UInt32(0, 1), w)
+    assert w.numpy().tolist() == [8, 8] and z.numpy().tolist() == [8, 8]
+
+
+@pbc.syntax
 def _rebinding_loop(x, n):
     i = UInt32(0)
     while i < n:
