@@ -151,11 +151,16 @@ def wanted(J, outputs):
     return J.sum(axis=2), np.einsum('mjl,j->l', J[:, :outputs], WEIGHTS[:outputs])
 
 
+def program_source(seed, kind):
+    """Program `seed` of `kind` as the large runs draw it (a third with a mode of their own
+    for each loop, conditional and call)."""
+    return programs.Program(seed, kind, modes=seed % 3 == 0).source()
+
+
 def check(seed, kind, directory, source=None):
     """None, or why program `seed` of `kind` (or `source`, run on the inputs of `seed`)
     fails."""
-    # (a third with a mode of their own for each loop, conditional and call)
-    source = source or programs.Program(seed, kind, modes=seed % 3 == 0).source()
+    source = source or program_source(seed, kind)
     values = programs.inputs(seed, kind)
     try:
         want = programs.run_lanes(source, values, kind)
@@ -260,6 +265,14 @@ def checked(seed, kind, directory, source=None):
         signal.signal(signal.SIGPROF, previous[1])
 
 
+def outcome(seed, kind, directory, source=None):
+    """`checked`, with an exception pbc raised as its failure: an internal error is one."""
+    try:
+        return checked(seed, kind, directory, source)
+    except Exception as e:          # noqa: BLE001
+        return f'{type(e).__name__}: {e}'
+
+
 def fuzz(seed, kind, directory):
     source = programs.Program(seed, kind).source()
     note(source)
@@ -319,10 +332,7 @@ def main(argv):
         for seed in range(first, first + count):
             print(f'seed {seed}', file=sys.stderr, flush=True)
             for kind in kinds:
-                try:
-                    why = checked(seed, kind, directory)
-                except Exception as e:          # noqa: BLE001 - an internal error is a failure
-                    why = f'{type(e).__name__}: {e}'
+                why = outcome(seed, kind, directory)
                 if why:
                     bad += 1
                     print(f'seed {seed} {kind}: {why}', flush=True)
